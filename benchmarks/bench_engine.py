@@ -1,0 +1,207 @@
+"""Engine benchmarks: figures and ratios against baselines measured in the same run.
+
+    python benchmarks/bench_engine.py            # all cases
+    python benchmarks/bench_engine.py drain rss  # some
+
+Each case runs in a fresh Python process so peak-RSS and thread figures are
+its own. Goals (issue 2): drain >= 0.9x a bare os.read loop; /bin/echo
+spawn-to-result <= 5 ms median in a 50 MB process; <= 5 MB peak RSS growth
+over a 200 MB request; 500 idle sessions add no thread and < 0.05 CPU s in 10 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+FLOOD = "head -c 200000000 /dev/zero | tr '\\0' a"
+FLOOD_BYTES = 200_000_000
+
+
+def _manager(**options):
+    from unified_exec_kernel import UnifiedExecSessionManager
+
+    return UnifiedExecSessionManager(**options)
+
+
+def _request(session_id, chunks, timeout_ms):
+    from unified_exec_kernel import UnifiedExecRequest
+
+    return UnifiedExecRequest(session_id=session_id, input_chunks=chunks, timeout_ms=timeout_ms)
+
+
+def bare_drain() -> dict:
+    """The floor: a PTY of the same command read in a tight os.read loop."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp("bash", ["bash", "-c", FLOOD])
+    started = time.perf_counter()
+    total = 0
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        total += len(data)
+    elapsed = time.perf_counter() - started
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return {"seconds": elapsed, "bytes": total, "mb_per_s": total / elapsed / 1e6}
+
+
+def drain() -> dict:
+    async def main():
+        manager = _manager()
+        started = time.perf_counter()
+        result = await manager.handle_request(_request(None, ["bash", "-c", FLOOD], 60_000))
+        elapsed = time.perf_counter() - started
+        await manager.close_all()
+        return result, elapsed
+
+    result, elapsed = asyncio.run(main())
+    assert result.exit_code == 0, result
+    total = result.original_token_count * 4
+    return {"seconds": elapsed, "bytes": total, "mb_per_s": FLOOD_BYTES / elapsed / 1e6}
+
+
+def rss() -> dict:
+    def peak_kb() -> int:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    async def main():
+        manager = _manager()
+        await manager.handle_request(_request(None, ["true"], 1000))  # warm up imports and code paths
+        before = peak_kb()
+        await manager.handle_request(_request(None, ["bash", "-c", FLOOD], 60_000))
+        after = peak_kb()
+        await manager.close_all()
+        return before, after
+
+    before, after = asyncio.run(main())
+    return {"peak_rss_before_mb": before / 1024, "peak_rss_growth_mb": (after - before) / 1024}
+
+
+def _hold_heap():
+    # A kernel holds ~50 MB; forking costs grow with it, so measure in such a process.
+    return [bytearray(1024) for _ in range(50 * 1024)]
+
+
+def spawn() -> dict:
+    heap = _hold_heap()
+
+    async def main():
+        manager = _manager()
+        times = []
+        for _ in range(200):
+            started = time.perf_counter()
+            result = await manager.handle_request(_request(None, ["/bin/echo", "hi"], 5_000))
+            times.append(time.perf_counter() - started)
+            assert result.output == "hi\r\n", result
+        await manager.close_all()
+        return times
+
+    times = asyncio.run(main())
+    baseline = []
+    for _ in range(200):
+        started = time.perf_counter()
+        subprocess.run(["/bin/echo", "hi"], capture_output=True, check=True)
+        baseline.append(time.perf_counter() - started)
+    del heap
+    return {
+        "uexec_median_ms": statistics.median(times) * 1000,
+        "uexec_p90_ms": statistics.quantiles(times, n=10)[-1] * 1000,
+        "subprocess_run_median_ms": statistics.median(baseline) * 1000,
+    }
+
+
+def idle() -> dict:
+    def rss_kb() -> int:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    async def main():
+        manager = _manager(max_sessions=1000)  # the default cap (64) would prune
+        await manager.handle_request(_request(None, ["true"], 1000))
+        threads_before = threading.active_count()
+        tasks_before = len(os.listdir("/proc/self/task"))
+        rss_before = rss_kb()
+        for _ in range(500):
+            await manager.handle_request(_request(None, ["sleep", "600"], 0))
+        await asyncio.sleep(1)
+        rss_after = rss_kb()
+        cpu_before = sum(os.times()[:2])
+        await asyncio.sleep(10)
+        cpu = sum(os.times()[:2]) - cpu_before
+        result = {
+            "sessions": len(manager.list_sessions()),
+            "threads_added": threading.active_count() - threads_before,
+            "os_threads_added": len(os.listdir("/proc/self/task")) - tasks_before,
+            "cpu_seconds_in_10s": cpu,
+            "rss_per_session_kb": (rss_after - rss_before) / 500,
+        }
+        await manager.close_all()
+        return result
+
+    return asyncio.run(main())
+
+
+CASES = {"bare_drain": bare_drain, "drain": drain, "rss": rss, "spawn": spawn, "idle": idle}
+
+
+def run_case(name: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True, timeout=600
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--case"]:
+        print(json.dumps(CASES[argv[1]]()))
+        return
+    wanted = set(argv) or {"drain", "rss", "spawn", "idle"}
+    print(f"unified-exec-kernel engine benchmarks ({os.cpu_count()} cores)")
+    if "drain" in wanted:
+        floor = run_case("bare_drain")
+        ours = run_case("drain")
+        ratio = ours["mb_per_s"] / floor["mb_per_s"]
+        print(
+            f"drain 200 MB: handle_request {ours['mb_per_s']:.1f} MB/s ({ours['seconds']:.2f} s), "
+            f"bare os.read {floor['mb_per_s']:.1f} MB/s ({floor['seconds']:.2f} s): "
+            f"{ratio:.2f}x (goal >= 0.9x)"
+        )
+    if "spawn" in wanted:
+        figures = run_case("spawn")
+        print(
+            f"/bin/echo hi spawn-to-result, 50 MB heap: median {figures['uexec_median_ms']:.2f} ms "
+            f"(p90 {figures['uexec_p90_ms']:.2f} ms), subprocess.run {figures['subprocess_run_median_ms']:.2f} ms: "
+            f"{figures['uexec_median_ms'] / figures['subprocess_run_median_ms']:.2f}x (goal <= 5 ms)"
+        )
+    if "rss" in wanted:
+        figures = run_case("rss")
+        print(f"peak RSS growth over a 200 MB request: {figures['peak_rss_growth_mb']:.1f} MB (goal <= 5 MB)")
+    if "idle" in wanted:
+        figures = run_case("idle")
+        print(
+            f"{figures['sessions']} idle sessions: threads added {figures['threads_added']} "
+            f"(OS threads {figures['os_threads_added']}; goal 0), CPU over 10 s {figures['cpu_seconds_in_10s']:.3f} s "
+            f"(goal < 0.05), RSS per session {figures['rss_per_session_kb']:.1f} KB"
+        )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

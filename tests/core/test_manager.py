@@ -1,0 +1,300 @@
+"""The manager: the seed's seven tests one for one, then what goes beyond the seed."""
+
+import asyncio
+import os
+import re
+
+import pytest
+
+from unified_exec_kernel import (
+    CreateSessionError,
+    MissingCommandLineError,
+    UnifiedExecRequest,
+    UnifiedExecSessionManager,
+    UnknownSessionIdError,
+)
+
+from ..conftest import session_processes
+
+
+def request(session_id=None, chunks=(), timeout_ms=None):
+    return UnifiedExecRequest(session_id=session_id, input_chunks=list(chunks), timeout_ms=timeout_ms)
+
+
+# -- the seed's tests --------------------------------------------------------
+
+
+async def test_unified_exec_persists_across_requests(manager):
+    open_shell = await manager.handle_request(request(None, ["bash", "-i"], 1_500))
+    session_id = open_shell.session_id
+    assert session_id is not None
+    await manager.handle_request(request(session_id, ["export", "CODEX_INTERACTIVE_SHELL_VAR=codex\n"], 2_500))
+    out_2 = await manager.handle_request(request(session_id, ["echo $CODEX_INTERACTIVE_SHELL_VAR\n"], 1_500))
+    assert "codex" in out_2.output
+
+
+async def test_multi_unified_exec_sessions(manager):
+    shell_a = await manager.handle_request(request(None, ["/bin/bash", "-i"], 1_500))
+    session_a = shell_a.session_id
+    await manager.handle_request(request(session_a, ["export CODEX_INTERACTIVE_SHELL_VAR=codex\n"], 1_500))
+    out_2 = await manager.handle_request(request(None, ["echo", "$CODEX_INTERACTIVE_SHELL_VAR\n"], 1_500))
+    assert "codex" not in out_2.output
+    out_3 = await manager.handle_request(request(session_a, ["echo $CODEX_INTERACTIVE_SHELL_VAR\n"], 1_500))
+    assert "codex" in out_3.output
+
+
+async def test_unified_exec_timeouts(manager):
+    open_shell = await manager.handle_request(request(None, ["bash", "-i"], 1_500))
+    session_id = open_shell.session_id
+    await manager.handle_request(request(session_id, ["export", "CODEX_INTERACTIVE_SHELL_VAR=codex\n"], 1_500))
+    out_2 = await manager.handle_request(
+        request(session_id, ["sleep 5 && echo $CODEX_INTERACTIVE_SHELL_VAR\n"], 10)
+    )
+    assert "codex" not in out_2.output
+    await asyncio.sleep(7)
+    out_3 = await manager.handle_request(request(session_id, [], 100))
+    assert "codex" in out_3.output
+
+
+async def test_requests_with_large_timeout_are_capped(manager):
+    result = await manager.handle_request(request(None, ["echo", "codex"], 120_000))
+    assert result.output.startswith(
+        "Warning: requested timeout 120000ms exceeds maximum of 60000ms; clamping to 60000ms.\n"
+    )
+    assert "codex" in result.output
+
+
+async def test_completed_commands_do_not_persist_sessions(manager):
+    result = await manager.handle_request(request(None, ["/bin/echo", "codex"], 1_500))
+    assert result.session_id is None
+    assert "codex" in result.output
+    assert manager.list_sessions() == []
+
+
+async def test_reusing_completed_session_returns_unknown_session(manager):
+    open_shell = await manager.handle_request(request(None, ["/bin/bash", "-i"], 1_500))
+    session_id = open_shell.session_id
+    await manager.handle_request(request(session_id, ["exit\n"], 1_500))
+    await asyncio.sleep(0.2)
+    with pytest.raises(UnknownSessionIdError) as caught:
+        await manager.handle_request(request(session_id, [], 100))
+    assert caught.value.session_id == session_id
+    assert session_id not in [info.session_id for info in manager.list_sessions()]
+
+
+# (The seed's seventh, push_chunk_trims_only_excess_bytes, is in test_buffer.py.)
+
+# -- beyond the seed ---------------------------------------------------------
+
+
+async def test_ids_count_up_from_zero(manager):
+    ids = [(await manager.handle_request(request(None, ["sleep", "5"], 0))).session_id for _ in range(3)]
+    assert ids == [0, 1, 2]
+
+
+@pytest.mark.parametrize("command, code", [("exit 0", 0), ("exit 3", 3), ("kill -KILL $$", -9)])
+async def test_result_reports_the_exit_code(manager, command, code):
+    result = await manager.handle_request(request(None, ["bash", "-c", command], 5_000))
+    assert (result.session_id, result.exit_code) == (None, code)
+
+
+async def test_returns_as_soon_as_the_program_has_exited(manager):
+    result = await manager.handle_request(request(None, ["/bin/echo", "hi"], 60_000))
+    assert result.output == "hi\r\n"
+    assert result.wall_time < 5  # not the 60 s timeout (a generous bound for a loaded machine)
+
+
+async def test_returns_after_exit_even_if_a_grandchild_holds_the_terminal(manager):
+    result = await manager.handle_request(request(None, ["bash", "-c", "sleep 30 & echo parent-done"], 60_000))
+    assert result.exit_code == 0 and "parent-done" in result.output
+    assert result.wall_time < 5
+    await asyncio.sleep(0)  # the forgotten session is closed in the background
+    await manager.close_all()
+
+
+async def test_running_session_has_no_exit_code_and_reports_wall_time(manager):
+    result = await manager.handle_request(request(None, ["sleep", "5"], 200))
+    assert result.session_id == 0 and result.exit_code is None
+    assert result.wall_time >= 0.2
+
+
+async def test_missing_program_is_a_create_session_error(manager):
+    with pytest.raises(CreateSessionError, match="no-such-program: command not found"):
+        await manager.handle_request(request(None, ["no-such-program"], 100))
+    # The manager lives on and the id was used, as in the seed.
+    result = await manager.handle_request(request(None, ["echo", "still here"], 1000))
+    assert "still here" in result.output
+
+
+@pytest.mark.parametrize("argv", [[], [""]])
+async def test_empty_command_is_a_missing_command_line(manager, argv):
+    with pytest.raises(MissingCommandLineError):
+        await manager.handle_request(request(None, argv, 100))
+
+
+async def test_unknown_session_id_is_refused(manager):
+    with pytest.raises(UnknownSessionIdError, match="Unknown session id 42"):
+        await manager.handle_request(request(42, ["hello\n"], 100))
+
+
+async def test_exited_session_hands_its_unread_output_to_the_next_request(manager):
+    started = await manager.handle_request(request(None, ["bash", "-c", "sleep 0.3; echo last words; exit 7"], 10))
+    session_id = started.session_id
+    assert session_id is not None
+    await asyncio.sleep(0.8)
+    result = await manager.handle_request(request(session_id, [], 1000))
+    assert "last words" in result.output
+    assert (result.session_id, result.exit_code) == (None, 7)
+    with pytest.raises(UnknownSessionIdError):
+        await manager.handle_request(request(session_id, [], 100))
+
+
+async def test_burst_between_polls_keeps_the_newest_bytes_and_counts_the_dropped(manager):
+    started = await manager.handle_request(request(None, ["bash", "--norc", "-i"], 500))
+    session_id = started.session_id
+    script = "head -c 1000000 /dev/zero | tr '\\0' a; echo; echo THE-END\n"
+    await manager.handle_request(request(session_id, [script], 0))
+    await asyncio.sleep(2)
+    result = await manager.handle_request(request(session_id, [], 100))
+    assert "THE-END" in result.output
+    assert result.dropped_bytes > 1_000_000 - 128 * 1024 - 1000
+    assert result.original_token_count * 4 >= 128 * 1024 - 4
+
+
+async def test_every_byte_reaches_exactly_one_poll(manager):
+    started = await manager.handle_request(
+        request(None, ["bash", "-c", "for i in $(seq 1 60); do echo line-$i; sleep 0.01; done"], 30)
+    )
+    collected = started.output
+    session_id = started.session_id
+    while session_id is not None:
+        result = await manager.handle_request(request(session_id, [], 25))
+        collected += result.output
+        session_id = result.session_id
+    assert re.findall(r"line-\d+", collected) == [f"line-{i}" for i in range(1, 61)]
+
+
+async def test_concurrent_requests_to_one_session_are_served_in_turn(manager):
+    started = await manager.handle_request(request(None, ["bash", "--norc", "-i"], 500))
+    session_id = started.session_id
+    first, second = await asyncio.gather(
+        manager.handle_request(request(session_id, ["echo one-$((1+1))\n"], 800)),
+        manager.handle_request(request(session_id, ["echo two-$((2+2))\n"], 800)),
+    )
+    assert "one-2" in first.output and "two-4" not in first.output
+    assert "two-4" in second.output and "one-2" not in second.output
+
+
+async def test_stop_ends_the_wait_early_and_keeps_the_session(manager):
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.2, stop.set)
+    result = await manager.handle_request(request(None, ["bash", "-c", "echo begun; sleep 30"], 30_000), stop=stop)
+    assert result.session_id == 0 and "begun" in result.output
+    assert result.wall_time < 5
+    assert manager.list_sessions()[0].alive
+
+
+async def test_on_output_sees_the_text_as_it_arrives(manager):
+    seen = []
+    result = await manager.handle_request(request(None, ["bash", "-c", "echo a; sleep 0.2; echo b"], 5000), on_output=seen.append)
+    assert "".join(seen) == result.output == "a\r\nb\r\n"
+    assert len(seen) >= 2
+
+
+async def test_kill_closes_a_session_and_signal_only_signals():
+    manager = UnifiedExecSessionManager()
+    started = await manager.handle_request(request(None, ["bash", "--norc", "-i"], 500))
+    session_id = started.session_id
+    await manager.handle_request(request(session_id, ["sleep 100\n"], 200))
+    import signal
+
+    await manager.kill(session_id, signal.SIGINT)
+    result = await manager.handle_request(request(session_id, ["echo status-$?\n"], 500))
+    assert "status-130" in result.output
+    pid = manager.list_sessions()[0].pid
+    await manager.kill(session_id)
+    assert manager.list_sessions() == []
+    assert session_processes(pid) == []
+    with pytest.raises(UnknownSessionIdError):
+        await manager.kill(session_id)
+
+
+async def test_cap_prunes_least_recently_used_exited_first_never_the_newest():
+    manager = UnifiedExecSessionManager(max_sessions=10)
+    try:
+        for _ in range(10):
+            await manager.handle_request(request(None, ["sleep", "30"], 0))
+        # Session 1 exits without anyone polling it: it is the first to go.
+        await manager.kill(1, 9)
+        await asyncio.sleep(0.3)
+        await manager.handle_request(request(None, ["sleep", "30"], 0))
+        assert [info.session_id for info in manager.list_sessions()] == [0, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        # Then the least recently used live one (0), never one of the 8 newest.
+        await manager.handle_request(request(0, [], 0))  # 0 is now the most recent
+        await manager.handle_request(request(None, ["sleep", "30"], 0))
+        assert [info.session_id for info in manager.list_sessions()] == [0, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+    finally:
+        await manager.close_all()
+
+
+async def test_warning_from_sixty_open_sessions():
+    manager = UnifiedExecSessionManager()
+    try:
+        for _ in range(59):
+            result = await manager.handle_request(request(None, ["sleep", "30"], 0))
+            assert not result.output.startswith("Warning")
+        result = await manager.handle_request(request(None, ["sleep", "30"], 0))
+        assert result.output.startswith("Warning: 60 sessions are open; at 64 the least recently used")
+    finally:
+        await manager.close_all()
+
+
+async def test_closing_leaves_no_process_of_any_session():
+    manager = UnifiedExecSessionManager()
+    await manager.handle_request(request(None, ["bash", "-c", "sleep 300 & sleep 300 & wait"], 200))
+    started = await manager.handle_request(request(None, ["bash", "--norc", "-i"], 500))
+    await manager.handle_request(request(started.session_id, ["sleep 300 &\n"], 300))
+    pids = [info.pid for info in manager.list_sessions()]
+    assert all(len(session_processes(pid)) >= 2 for pid in pids)
+    await manager.close_all()
+    assert [session_processes(pid) for pid in pids] == [[], []]
+
+
+async def test_spawn_exit_cycles_leave_the_fd_count_where_it_began(manager):
+    await manager.handle_request(request(None, ["true"], 1000))  # warm up lazily opened fds
+    await asyncio.sleep(0.1)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(500):
+        result = await manager.handle_request(request(None, ["true"], 5000))
+        assert result.exit_code == 0
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if len(os.listdir("/proc/self/fd")) == before:
+            break
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+async def test_the_loop_never_stalls_while_sessions_spawn_stream_and_close(manager):
+    loop = asyncio.get_running_loop()
+    gaps = []
+    running = True
+
+    async def ticker():
+        last = loop.time()
+        while running:
+            await asyncio.sleep(0.005)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.ensure_future(ticker())
+    flood = await manager.handle_request(request(None, ["bash", "-c", "seq 1 300000"], 0))
+    shells = [await manager.handle_request(request(None, ["bash", "--norc", "-i"], 50)) for _ in range(5)]
+    for shell in shells:
+        await manager.handle_request(request(shell.session_id, ["sleep 300 &\n"], 50))
+    await manager.handle_request(request(flood.session_id, [], 5000))
+    for shell in shells:
+        await manager.kill(shell.session_id)
+    running = False
+    await tick
+    assert max(gaps) < 0.05, f"longest stall {max(gaps) * 1000:.1f} ms"

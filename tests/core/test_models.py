@@ -1,0 +1,24 @@
+import pytest
+
+from unified_exec_kernel import UnifiedExecRequest
+
+
+def test_request_defaults_poll_nothing_with_the_default_timeout():
+    request = UnifiedExecRequest()
+    assert (request.session_id, request.input_chunks, request.timeout_ms) == (None, (), None)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"timeout_ms": -1}, ValueError),
+        ({"timeout_ms": 1.5}, TypeError),
+        ({"input_chunks": "bash"}, TypeError),
+        ({"input_chunks": ["ok", 3]}, TypeError),
+        ({"session_id": "1"}, TypeError),
+        ({"session_id": True}, TypeError),
+    ],
+)
+def test_bad_requests_are_refused_with_a_clear_error(kwargs, error):
+    with pytest.raises(error):
+        UnifiedExecRequest(**kwargs)

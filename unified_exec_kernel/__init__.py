@@ -1,0 +1,23 @@
+"""unified-exec-kernel: long-lived PTY sessions inside a Jupyter kernel.
+
+The engine (`unified_exec_kernel.core`) is importable without Jupyter; the
+notebook faces load with `%load_ext unified_exec_kernel`.
+"""
+
+from .core import *  # noqa: F403 - the engine's pinned public names
+from .core import __all__ as _core_names
+
+__version__ = "0.1.0"
+__all__ = [*_core_names, "__version__", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def load_ipython_extension(ipython):  # pragma: no cover - exercised through real kernels
+    from .extension import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):  # pragma: no cover
+    from .extension import unload_ipython_extension as unload
+
+    unload(ipython)

@@ -1,0 +1,53 @@
+"""The engine's errors: one family, each also the builtin a caller would catch.
+
+`name` is the seed's variant name; the comm protocol reports it verbatim.
+"""
+
+from __future__ import annotations
+
+
+class UnifiedExecError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+    name = "UnifiedExec"
+
+
+class UnknownSessionIdError(UnifiedExecError, LookupError):
+    name = "UnknownSessionId"
+
+    def __init__(self, session_id: int):
+        super().__init__(f"Unknown session id {session_id}")
+        self.session_id = session_id
+
+
+class WriteToStdinError(UnifiedExecError, OSError):
+    name = "WriteToStdin"
+
+    def __init__(self, session_id: int, cause: BaseException | None = None):
+        detail = f": {cause}" if cause else ""
+        super().__init__(f"Failed to write to the terminal of session {session_id}{detail}")
+        self.session_id = session_id
+        self.cause = cause
+
+
+class MissingCommandLineError(UnifiedExecError, ValueError):
+    name = "MissingCommandLine"
+
+    def __init__(self) -> None:
+        super().__init__("Missing command line: give the program to start and its arguments")
+
+
+class CreateSessionError(UnifiedExecError, OSError):
+    name = "CreateSession"
+
+    def __init__(self, argv: list[str], cause: BaseException):
+        program = argv[0] if argv else ""
+        if isinstance(cause, FileNotFoundError):
+            reason = f"{program}: command not found"
+        elif isinstance(cause, PermissionError):
+            reason = f"{program}: permission denied"
+        else:
+            reason = f"{program}: {cause}"
+        super().__init__(f"Failed to create session: {reason}")
+        self.argv = argv
+        self.cause = cause

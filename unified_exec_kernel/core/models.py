@@ -1,0 +1,69 @@
+"""The engine's data: what a request asks, what a result says, what a session is.
+
+These small types are the documentation of the engine's contract; the faces
+(magic, comm, widget) translate to and from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+DEFAULT_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 60_000
+
+
+@dataclass(frozen=True)
+class UnifiedExecRequest:
+    """Start a command (`session_id=None`: `input_chunks` is the argv) or write to a session.
+
+    For an existing session the chunks are joined with a space and written as
+    they are (add the `\\n` yourself); no chunks means just collect output.
+    """
+
+    session_id: int | None = None
+    input_chunks: Sequence[str] = ()
+    timeout_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.input_chunks, str):
+            raise TypeError("input_chunks must be a list of strings, not a string")
+        object.__setattr__(self, "input_chunks", tuple(self.input_chunks))
+        if not all(isinstance(chunk, str) for chunk in self.input_chunks):
+            raise TypeError("input_chunks must be a list of strings")
+        if self.session_id is not None and (
+            isinstance(self.session_id, bool) or not isinstance(self.session_id, int)
+        ):
+            raise TypeError(f"session_id must be an integer or None, not {self.session_id!r}")
+        if self.timeout_ms is not None:
+            if isinstance(self.timeout_ms, bool) or not isinstance(self.timeout_ms, int):
+                raise TypeError(f"timeout_ms must be an integer, not {self.timeout_ms!r}")
+            if self.timeout_ms < 0:
+                raise ValueError(f"timeout_ms must be 0 or more, not {self.timeout_ms}")
+
+
+@dataclass(frozen=True)
+class UnifiedExecResult:
+    """What a request collected.
+
+    `session_id` is the session's id while its process lives and None once it
+    has exited (then `exit_code` is set: negative for a killing signal).
+    `output` is middle-truncated, with any warning lines first.
+    """
+
+    session_id: int | None
+    output: str
+    exit_code: int | None = None
+    wall_time: float = 0.0
+    original_token_count: int = 0
+    dropped_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: int
+    command: list[str] = field(default_factory=list)
+    pid: int = 0
+    alive: bool = True
+    exit_code: int | None = None
+    started: float = 0.0

@@ -1,0 +1,109 @@
+"""Drive a real kernel through jupyter_client and read what a notebook would show.
+
+`Execution.text` applies display updates the way a front end does: each
+display_id shows its latest data, in the place it was first displayed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from jupyter_client.manager import KernelManager
+
+
+@dataclass
+class Execution:
+    reply: dict
+    messages: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def outputs(self) -> list[tuple[str, str]]:
+        """(kind, text) in order; a display shows its latest update."""
+        shown: list[list] = []
+        by_id: dict[str, list] = {}
+        for msg in self.messages:
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                shown.append(["stream", content["text"]])
+            elif kind in ("display_data", "execute_result"):
+                entry = [kind, content["data"].get("text/plain", "")]
+                shown.append(entry)
+                display_id = content.get("transient", {}).get("display_id")
+                if display_id:
+                    by_id[display_id] = entry
+            elif kind == "update_display_data":
+                display_id = content.get("transient", {}).get("display_id")
+                if display_id in by_id:
+                    by_id[display_id][1] = content["data"].get("text/plain", "")
+            elif kind == "error":
+                shown.append(["error", "\n".join(content["traceback"])])
+        return [tuple(entry) for entry in shown]
+
+    @property
+    def text(self) -> str:
+        return "".join(text if text.endswith("\n") else text + "\n" for _, text in self.outputs)
+
+    @property
+    def error(self) -> str | None:
+        errors = [text for kind, text in self.outputs if kind == "error"]
+        return errors[0] if errors else None
+
+    @property
+    def iopub_count(self) -> int:
+        return len(self.messages)
+
+    def count(self, msg_type: str) -> int:
+        return sum(1 for msg in self.messages if msg["msg_type"] == msg_type)
+
+
+class Kernel:
+    def __init__(self, kernel_name: str = "uexec"):
+        self.manager = KernelManager(kernel_name=kernel_name)
+        self.manager.start_kernel()
+        self.client = self.manager.blocking_client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    @property
+    def pid(self) -> int:
+        return self.manager.provisioner.process.pid
+
+    def execute(self, code: str, timeout: float = 60, *, during=None) -> Execution:
+        """Run a cell; `during(elapsed_messages)` is called after each iopub message (e.g. to interrupt)."""
+        started = time.monotonic()
+        msg_id = self.client.execute(code)
+        messages = []
+        deadline = started + timeout
+        while True:
+            msg = self.client.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status":
+                if msg["content"]["execution_state"] == "idle":
+                    break
+                continue
+            if msg["msg_type"] == "execute_input":
+                continue
+            messages.append(msg)
+            if during is not None:
+                during(messages)
+        reply = self.client.get_shell_msg(timeout=10)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=10)
+        return Execution(reply=reply["content"], messages=messages, seconds=time.monotonic() - started)
+
+    def run(self, code: str, timeout: float = 60) -> str:
+        """Execute and insist it succeeded; returns the text shown."""
+        execution = self.execute(code, timeout)
+        assert execution.reply["status"] == "ok", execution.text
+        return execution.text
+
+    def shutdown(self, restart: bool = False) -> None:
+        if restart:
+            self.manager.restart_kernel(now=False)
+            self.client.wait_for_ready(timeout=60)
+            return
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)

@@ -1,0 +1,109 @@
+"""The uexec kernel and its kernelspec; cleanup when a kernel shuts down or restarts."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+
+from .conftest import session_processes
+from .kernel_harness import Kernel
+
+STUBBORN = "%%uexec -t 300 --shell\ntrap '' HUP; sleep 300 & sleep 301 & wait\n"
+
+
+def leaders(kernel: Kernel) -> list[int]:
+    table = kernel.run("%uexec_sessions")
+    return [int(pid) for pid in re.findall(r"\n\d+ +.*? +(\d+) +running", table)]
+
+
+def wait_gone(pids: list[int], timeout: float = 15) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if session_processes(pid)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return alive
+
+
+def test_uexec_kernelspec_is_installed():
+    spec = KernelSpecManager().get_kernel_spec("uexec")
+    assert spec.display_name == "Python 3 (uexec)"
+    assert spec.argv[1:3] == ["-m", "unified_exec_kernel"]
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["shutdown", "restart"])
+def test_kernel_shutdown_ends_every_session_process(restart):
+    kernel = Kernel("uexec")
+    try:
+        kernel.run(STUBBORN)
+        kernel.run("%%uexec -t 500\nbash --norc -i\n")
+        pids = leaders(kernel)
+        assert len(pids) == 2 and all(len(session_processes(pid)) >= 1 for pid in pids)
+        members = [p for pid in pids for p in session_processes(pid)]
+        assert len(members) >= 4
+        kernel.shutdown(restart=restart)
+        assert wait_gone(pids) == []
+        if restart:
+            assert "no uexec sessions" in kernel.run("%uexec_sessions")
+    finally:
+        if restart:
+            kernel.shutdown()
+
+
+def test_plain_ipykernel_with_load_ext():
+    kernel = Kernel("python3")
+    try:
+        kernel.run("%load_ext unified_exec_kernel")
+        kernel.run("%load_ext unified_exec_kernel")  # loading twice is harmless
+        text = kernel.run("%%uexec\nbash -c 'echo from-a-plain-kernel'\n")
+        assert "from-a-plain-kernel" in text and "[exited with code 0" in text
+        kernel.run(STUBBORN)
+        pids = leaders(kernel)
+        kernel.shutdown()
+        assert wait_gone(pids) == []
+    finally:
+        if kernel.manager.is_alive():
+            kernel.shutdown()
+
+
+def test_bad_configuration_is_a_clear_error_at_load():
+    kernel = Kernel("python3")
+    try:
+        kernel.run("%config UnifiedExec.max_sessions = 0")
+        execution = kernel.execute("%load_ext unified_exec_kernel")
+        assert execution.reply["status"] == "error"
+        assert "UnifiedExec.max_sessions must be at least 1, not 0" in execution.reply["evalue"]
+        kernel.run("%config UnifiedExec.max_sessions = 3")
+        kernel.run("%config UnifiedExec.env = {'GREETING': 'configured'}")
+        kernel.run("%load_ext unified_exec_kernel")
+        assert "configured" in kernel.run("%%uexec\nprintenv GREETING\n")
+    finally:
+        kernel.shutdown()
+
+
+def test_install_cli_writes_a_kernelspec(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "unified_exec_kernel", "install", "--prefix", str(tmp_path), "--name", "uexec-test"],
+        check=True, capture_output=True, timeout=60,
+    )
+    spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "uexec-test"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert spec["argv"] == [sys.executable, "-m", "unified_exec_kernel", "-f", "{connection_file}"]
+    assert spec["display_name"] == "Python 3 (uexec)"
+    assert (spec_dir / "logo-svg.svg").exists()
+
+
+def test_install_cli_refuses_two_places(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "unified_exec_kernel", "install", "--user", "--sys-prefix"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 2 and "not allowed with argument" in run.stderr

@@ -1,0 +1,202 @@
+"""The magics in a real uexec kernel, read through iopub as a notebook would."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from unified_exec_kernel.magics import split_line_magic
+
+from .kernel_harness import Kernel
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = Kernel("uexec")
+    k.run("%env PS1=$ ")
+    yield k
+    k.shutdown()
+
+
+def start_shell(kernel) -> int:
+    text = kernel.run("%%uexec -t 1500\nbash --norc -i\n")
+    return int(re.search(r"session (\d+) running", text).group(1))
+
+
+def test_seed_scenario_state_persists_across_cells(kernel):
+    sid = start_shell(kernel)
+    kernel.run(f"%%uexec -s {sid}\nexport CODEX_INTERACTIVE_SHELL_VAR=codex\n")
+    text = kernel.run(f"%%uexec -s {sid}\necho $CODEX_INTERACTIVE_SHELL_VAR\n")
+    assert "\ncodex\n" in text
+    assert f"[session {sid} running" in text
+
+
+def test_two_sessions_are_isolated(kernel):
+    a = start_shell(kernel)
+    kernel.run(f"%uexec -s {a} export ONLY_IN_A=yes")
+    b = start_shell(kernel)
+    assert "yes" not in kernel.run(f"%uexec -s {b} echo ${{ONLY_IN_A:-unset}}")
+    assert "\nyes\n" in kernel.run(f"%uexec -s {a} echo $ONLY_IN_A")
+
+
+def test_slow_command_then_a_later_poll(kernel):
+    sid = start_shell(kernel)
+    first = kernel.run(f"%%uexec -s {sid} -t 100\nsleep 1.5; echo finally-$((6*7))\n")
+    assert "finally-42" not in first
+    time.sleep(2)
+    assert "finally-42" in kernel.run(f"%%uexec -s {sid} -t 200\n")
+
+
+def test_status_line_reports_the_exit_code_and_wall_time(kernel):
+    text = kernel.run("%%uexec --shell\necho out; exit 3\n")
+    assert re.search(r"out\n\[exited with code 3 · \d+\.\d\d s\]", text), text
+
+
+def test_line_magic_types_the_rest_of_the_line_exactly(kernel):
+    sid = start_shell(kernel)
+    text = kernel.run(f"""%uexec -s {sid} printf '[%s]\\n' "a  b"   'c'""")
+    assert "[a  b]" in text and "[c]" in text
+
+
+def test_wait_is_cooperative_the_loop_keeps_running(kernel):
+    kernel.run(
+        "import asyncio, time\n"
+        "ticks = []\n"
+        "def _tick():\n"
+        "    ticks.append(time.monotonic())\n"
+        "    if len(ticks) < 400: asyncio.get_running_loop().call_later(0.02, _tick)\n"
+        "_tick()\n"
+    )
+    before = time.monotonic()
+    kernel.run("%%uexec -t 1500\nsleep 5\n")
+    waited = time.monotonic() - before
+    text = kernel.run("gaps = [b - a for a, b in zip(ticks, ticks[1:])]\nprint(len(ticks), max(gaps))")
+    count, max_gap = text.split()
+    assert waited >= 1.5
+    assert int(count) >= 40  # ~75 ticks fit in the 1.5 s wait; a blocked loop gives ~1
+    assert float(max_gap) < 0.5
+
+
+def test_two_million_lines_send_few_iopub_messages(kernel):
+    execution = kernel.execute("%%uexec --timeout 60000\nseq 1 2000000\n", timeout=120)
+    assert execution.reply["status"] == "ok"
+    assert execution.iopub_count <= 50, execution.iopub_count
+    text = execution.text
+    assert "tokens truncated" in text and "\n2000000\n" in text
+    assert "[exited with code 0" in text
+
+
+def test_progress_bar_ends_as_its_last_state(kernel):
+    text = kernel.run("%%uexec --shell\nfor i in $(seq 1 100); do printf '\\rprogress %3d%%' $i; done; echo\n")
+    assert "progress 100%" in text
+    assert "progress  50%" not in text
+
+
+def test_raw_shows_the_terminal_text_untouched(kernel):
+    text = kernel.run("%%uexec --raw --shell\nprintf 'a\\rb\\n'\n")
+    assert "a\rb\r\n" in text
+
+
+def test_keys_ctrl_c_stops_a_foreground_sleep(kernel):
+    sid = start_shell(kernel)
+    kernel.run(f"%uexec -s {sid} -t 300 sleep 100")
+    text = kernel.run(f"%%uexec -s {sid} --keys C-c\n")
+    assert "^C" in text
+    assert "\n130\n" in kernel.run(f"%uexec -s {sid} echo $?")
+
+
+def test_interrupt_ends_the_wait_and_keeps_the_session(kernel):
+    interrupted_at = []
+
+    def interrupt_once_started(messages):
+        if not interrupted_at and any("begun" in str(m["content"]) for m in messages):
+            interrupted_at.append(time.monotonic())
+            kernel.manager.interrupt_kernel()
+
+    execution = kernel.execute("%%uexec -t 30000\nbash -c 'echo begun; sleep 100'\n", during=interrupt_once_started)
+    assert interrupted_at
+    assert time.monotonic() - interrupted_at[0] < 5  # not the 30 s timeout; latency is in benchmarks/
+    assert execution.reply["status"] == "ok"
+    text = execution.text
+    assert "begun" in text and "wait interrupted" in text and "%uexec_kill" in text
+    sid = int(re.search(r"session (\d+) running", text).group(1))
+    assert re.search(rf"\n{sid} +bash -c .* running", kernel.run("%uexec_sessions"))
+
+
+BAD_INPUTS = [
+    ("%%uexec --bogus\nls\n", "unrecognized arguments: --bogus"),
+    ("%%uexec -s abc\n", "invalid int value: 'abc'"),
+    ("%%uexec -s 9999\n", "Unknown session id 9999"),
+    ("%%uexec -t -5\nls\n", "--timeout must be 0 or more"),
+    ("%%uexec\n\n", "empty command"),
+    ("%%uexec\nno-such-program-here --flag\n", "no-such-program-here: command not found"),
+    ("%%uexec -s 0 --keys C-c Hyper-x\n", "unknown key 'Hyper-x'"),
+    ("%%uexec --shell -s 0\necho hi\n", "--shell starts a new session; it cannot go with --session"),
+    ("%%uexec\necho 'unterminated\n", "cannot split the command line"),
+    ("%uexec_kill", "give a session id or --all"),
+    ("%uexec_kill 0 --signal NOPE", "unknown signal 'NOPE'"),
+]
+
+
+@pytest.mark.parametrize("code, message", BAD_INPUTS, ids=[code.split("\n")[0] for code, _ in BAD_INPUTS])
+def test_bad_input_is_one_clear_line_and_nothing_is_lost(kernel, code, message):
+    survivor = start_shell(kernel)
+    execution = kernel.execute(code)
+    assert execution.reply["status"] == "error"
+    assert execution.outputs == [("stream", f"UsageError: {execution.reply['evalue']}\n")]
+    assert message in execution.reply["evalue"]
+    assert "\n" not in execution.reply["evalue"]
+    assert "\nstill-alive\n" in kernel.run(f"%uexec -s {survivor} echo still-alive")
+
+
+def test_out_stores_the_result_in_the_namespace(kernel):
+    kernel.run("%%uexec --out r --shell\necho stored; exit 4\n")
+    assert kernel.run("print(r.exit_code, r.session_id, 'stored' in r.output)").strip() == "4 None True"
+
+
+def test_agent_format_reports_as_codex_does(kernel):
+    text = kernel.run("%%uexec --format agent\necho hi\n")
+    assert re.match(r"Wall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\r\n", text), text
+
+
+def test_help_documents_every_option(kernel):
+    execution = kernel.execute("%%uexec?")
+    help_text = execution.reply["payload"][0]["data"]["text/plain"]
+    for option in ["--session", "--timeout", "--shell", "--keys", "--no-newline", "--raw", "--out", "--format"]:
+        assert option in help_text
+
+
+def test_sessions_table_and_kill(kernel):
+    sid = start_shell(kernel)
+    table = kernel.run("%uexec_sessions")
+    assert re.search(rf"\n{sid} +bash --norc -i +\d+ +running", table)
+    assert kernel.run(f"%uexec_kill {sid}").strip() == f"closed session {sid}"
+    assert not re.search(rf"\n{sid} +bash", kernel.run("%uexec_sessions"))
+    other = start_shell(kernel)
+    assert kernel.run(f"%uexec_kill {other} --signal INT").strip() == f"sent SIGINT to session {other}"
+    assert "closed sessions" in kernel.run("%uexec_kill --all")
+    assert "no uexec sessions" in kernel.run("%uexec_sessions")
+
+
+@pytest.mark.parametrize(
+    "line, options, body",
+    [
+        ("-s 3 ls -la", "-s 3 ", "ls -la"),
+        ("-s 3 -t 10 echo  two  spaces", "-s 3 -t 10 ", "echo  two  spaces"),
+        ("-s 3 --keys C-c Enter", "-s 3 --keys C-c Enter", ""),
+        ("-s 3 -- -dash-first", "-s 3 ", "-dash-first"),
+        ("--raw", "--raw", ""),
+        ("echo hi", "", "echo hi"),
+    ],
+)
+def test_line_magic_options_split_from_the_body(line, options, body):
+    assert split_line_magic(line) == (options, body)
+
+
+def test_command_label_is_one_short_line():
+    from unified_exec_kernel.magics import command_label
+
+    assert command_label(["bash", "-c", "echo a\necho b\n"]) == "bash -c 'echo a↵echo b'"
+    assert len(command_label(["x" * 100])) == 60

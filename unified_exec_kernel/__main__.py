@@ -1,0 +1,65 @@
+"""`python -m unified_exec_kernel`: run the uexec kernel, or install its kernelspec.
+
+    python -m unified_exec_kernel -f CONNECTION_FILE      # what the kernelspec runs
+    python -m unified_exec_kernel install [--user | --sys-prefix | --prefix P] [--name N] [--display-name D]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+KERNEL_NAME = "uexec"
+DISPLAY_NAME = "Python 3 (uexec)"
+
+
+def kernel_json(display_name: str = DISPLAY_NAME) -> dict:
+    return {
+        "argv": [sys.executable, "-m", "unified_exec_kernel", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "interrupt_mode": "signal",
+        "metadata": {"debugger": True},
+    }
+
+
+def install(argv: list[str]) -> str:
+    parser = argparse.ArgumentParser(prog="python -m unified_exec_kernel install", description="Install the uexec kernelspec.")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user")
+    where.add_argument("--sys-prefix", action="store_true", help="install into sys.prefix (this environment)")
+    where.add_argument("--prefix", help="install into this prefix")
+    parser.add_argument("--name", default=KERNEL_NAME, help=f"kernelspec name (default {KERNEL_NAME})")
+    parser.add_argument("--display-name", default=DISPLAY_NAME, help=f"display name (default {DISPLAY_NAME!r})")
+    args = parser.parse_args(argv)
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    shipped = Path(__file__).parent / "resources"
+    with tempfile.TemporaryDirectory() as folder:
+        for logo in shipped.glob("logo-*"):
+            shutil.copy(logo, folder)
+        Path(folder, "kernel.json").write_text(json.dumps(kernel_json(args.display_name), indent=1))
+        destination = KernelSpecManager().install_kernel_spec(folder, args.name, user=args.user, prefix=prefix)
+    print(f"Installed kernelspec {args.name} in {destination}")
+    return destination
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["install"]:
+        install(argv[1:])
+        return
+    from ipykernel.kernelapp import IPKernelApp
+
+    from .kernel import UnifiedExecKernel
+
+    IPKernelApp.launch_instance(argv=argv, kernel_class=UnifiedExecKernel)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,73 @@
+"""`c.UnifiedExec.*`: every knob of the extension as a traitlet with help text.
+
+Being a `Configurable` makes config files (`ipython_kernel_config.py`,
+`ipython_config.py`) and `--help-all` work as for any Jupyter component, and
+validation runs when the extension loads: a bad value is a clear error then,
+not a crash in the middle of a cell.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from traitlets import Dict, Int, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+from .core.manager import MAX_SESSIONS
+from .core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
+from .core.session import SCROLLBACK_BYTES
+
+
+class UnifiedExec(Configurable):
+    max_sessions = Int(MAX_SESSIONS, help="Sessions kept at once; past it the least recently used is closed (exited ones first, never the 8 newest).").tag(config=True)
+    default_timeout_ms = Int(DEFAULT_TIMEOUT_MS, help="How long %%uexec collects output when no --timeout is given, in ms.").tag(config=True)
+    max_timeout_ms = Int(MAX_TIMEOUT_MS, help="Longest wait a request may ask for, in ms; longer ones are clamped with a warning line.").tag(config=True)
+    scrollback_bytes = Int(SCROLLBACK_BYTES, help="Output kept per session for live views that attach late, in bytes.").tag(config=True)
+    env = Dict(value_trait=Unicode(), per_key_traits=None, help="Extra environment for every session's program, e.g. {'PAGER': 'cat', 'NO_COLOR': '1'}. TERM defaults to xterm-256color.").tag(config=True)
+    shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
+
+    @validate("max_sessions")
+    def _valid_max_sessions(self, proposal):
+        return _at_least(proposal, 1)
+
+    @validate("default_timeout_ms", "max_timeout_ms")
+    def _valid_timeout(self, proposal):
+        return _at_least(proposal, 0)
+
+    @validate("scrollback_bytes")
+    def _valid_scrollback(self, proposal):
+        return _at_least(proposal, 1024)
+
+    @validate("env")
+    def _valid_env(self, proposal):
+        for key, value in proposal["value"].items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise TraitError(f"UnifiedExec.env: {key!r} is not an environment variable name")
+            if not isinstance(value, str) or "\0" in value:
+                raise TraitError(f"UnifiedExec.env[{key!r}] must be a string without NUL bytes")
+        return proposal["value"]
+
+    @validate("shell")
+    def _valid_shell(self, proposal):
+        if shutil.which(proposal["value"]) is None:
+            raise TraitError(f"UnifiedExec.shell: {proposal['value']!r} is not a program on PATH")
+        return proposal["value"]
+
+    def manager_options(self) -> dict:
+        if self.default_timeout_ms > self.max_timeout_ms:
+            raise TraitError(
+                f"UnifiedExec.default_timeout_ms ({self.default_timeout_ms}) exceeds max_timeout_ms ({self.max_timeout_ms})"
+            )
+        return {
+            "max_sessions": self.max_sessions,
+            "default_timeout_ms": self.default_timeout_ms,
+            "max_timeout_ms": self.max_timeout_ms,
+            "scrollback_bytes": self.scrollback_bytes,
+            "env": dict(self.env),
+        }
+
+
+def _at_least(proposal, minimum: int) -> int:
+    if proposal["value"] < minimum:
+        raise TraitError(f"UnifiedExec.{proposal['trait'].name} must be at least {minimum}, not {proposal['value']}")
+    return proposal["value"]

@@ -1,0 +1,17 @@
+"""`UnifiedExecKernel`: an IPython kernel with `%load_ext unified_exec_kernel` already done."""
+
+from __future__ import annotations
+
+from ipykernel.ipkernel import IPythonKernel
+
+from . import __version__
+
+
+class UnifiedExecKernel(IPythonKernel):
+    implementation = "unified_exec_kernel"
+    implementation_version = __version__
+    banner = "Python (uexec): %%uexec starts and drives long-lived terminal sessions"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.shell.extension_manager.load_extension("unified_exec_kernel")

@@ -6,7 +6,9 @@ display_id shows its latest data, in the place it was first displayed.
 
 from __future__ import annotations
 
+import queue
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from jupyter_client.manager import KernelManager
@@ -65,6 +67,7 @@ class Kernel:
         self.client = self.manager.blocking_client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
+        self.backlog: list[dict] = []  # iopub messages read while looking for others
 
     @property
     def pid(self) -> int:
@@ -79,6 +82,7 @@ class Kernel:
         while True:
             msg = self.client.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
             if msg["parent_header"].get("msg_id") != msg_id:
+                self.backlog.append(msg)
                 continue
             if msg["msg_type"] == "status":
                 if msg["content"]["execution_state"] == "idle":
@@ -99,6 +103,42 @@ class Kernel:
         execution = self.execute(code, timeout)
         assert execution.reply["status"] == "ok", execution.text
         return execution.text
+
+    # -- comms, as a front end opens them --------------------------------------
+
+    def comm_open(self, target: str, data: dict | None = None) -> str:
+        comm_id = uuid.uuid4().hex
+        self.client.shell_channel.send(
+            self.client.session.msg("comm_open", {"comm_id": comm_id, "target_name": target, "data": data or {}})
+        )
+        return comm_id
+
+    def comm_send(self, comm_id: str, data) -> None:
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+    def comm_close(self, comm_id: str) -> None:
+        self.client.shell_channel.send(self.client.session.msg("comm_close", {"comm_id": comm_id, "data": {}}))
+
+    def comm_messages(self, comm_id: str, until, timeout: float = 20) -> list:
+        """Data of the kernel's messages on this comm, up to and including the first `until(data)` is true for."""
+        found = []
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.backlog:
+                msg = self.backlog.pop(0)
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"timed out; saw {[d.get('type') for d in found]}")
+                try:
+                    msg = self.client.get_iopub_msg(timeout=remaining)
+                except queue.Empty:
+                    continue
+            if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == comm_id:
+                data = msg["content"]["data"]
+                found.append(data)
+                if until(data):
+                    return found
 
     def shutdown(self, restart: bool = False) -> None:
         if restart:

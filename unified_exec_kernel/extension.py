@@ -9,12 +9,15 @@ touches the loop) and at interpreter exit.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import re
 
+from .comm import COMM_TARGET, open_handler
 from .config import UnifiedExec
 from .core.manager import UnifiedExecSessionManager
 from .magics import UnifiedExecMagics
+from .widget import TerminalWidget
 
 _ATTR = "_unified_exec"
 # The magic's name must end at a space or the line's end, so `%%uexec?`
@@ -28,7 +31,7 @@ def load_ipython_extension(ipython) -> None:
         return
     settings = UnifiedExec(parent=ipython)
     manager = UnifiedExecSessionManager(**settings.manager_options())
-    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell)
+    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=TerminalWidget)
     ipython.register_magics(magics)
     ipython.push({"__uexec__": magics}, interactive=False)
     rewrite = _make_rewrite(ipython)
@@ -36,6 +39,8 @@ def load_ipython_extension(ipython) -> None:
     ipython.events.register("pre_run_cell", _reset_last_traceback)
     atexit.register(manager.terminate_all_threadsafe)
     _end_sessions_on_kernel_shutdown(ipython, manager)
+    _open_comm_target(ipython, manager)
+    TerminalWidget.manager = manager
     setattr(ipython, _ATTR, (manager, magics, rewrite))
 
 
@@ -94,6 +99,21 @@ def _reset_last_traceback(_info=None) -> None:
     shell = get_ipython()
     if shell is not None:
         shell._last_traceback = None
+
+
+def _open_comm_target(ipython, manager: UnifiedExecSessionManager) -> None:
+    kernel = getattr(ipython, "kernel", None)
+    if kernel is None:
+        return  # a terminal IPython: no front end to talk to
+    import comm
+
+    def kernel_loop() -> asyncio.AbstractEventLoop:
+        # `io_loop` exists once the kernel has started (UnifiedExecKernel loads
+        # this extension before that); comm handlers may run on another thread.
+        io_loop = getattr(kernel, "io_loop", None)
+        return io_loop.asyncio_loop if io_loop is not None else asyncio.get_event_loop()
+
+    comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, kernel_loop))
 
 
 def _end_sessions_on_kernel_shutdown(ipython, manager: UnifiedExecSessionManager) -> None:

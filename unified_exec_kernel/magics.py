@@ -16,16 +16,17 @@ import re
 import shlex
 import signal
 import time
+from dataclasses import replace
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from .cell_output import CellOutput
+from .cell_output import CellOutput, status_line
 from .core.agent_format import format_for_agent
 from .core.errors import UnifiedExecError
-from .core.keys import keys_text
+from .core.keys import keys_text, signal_number
 from .core.manager import UnifiedExecSessionManager
 from .core.models import UnifiedExecRequest, UnifiedExecResult
 
@@ -35,10 +36,12 @@ _VALUE_OPTIONS = {"-s", "--session", "-t", "--timeout", "--out", "--format"}
 
 @magics_class
 class UnifiedExecMagics(Magics):
-    def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash"):
+    def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash", live_view=None):
+        """`live_view(session_id)` makes the widget `--live` shows (the extension passes TerminalWidget)."""
         super().__init__(shell)
         self.manager = manager
         self.shell_program = shell_program
+        self.live_view = live_view
         self._background: set[asyncio.Task] = set()
 
     # -- %%uexec / %uexec ----------------------------------------------------
@@ -52,6 +55,7 @@ class UnifiedExecMagics(Magics):
     @argument("--raw", action="store_true", help="show the terminal text untouched (no rendering of \\r, colours kept as escapes)")
     @argument("--format", choices=["text", "agent"], default="text", help="agent: report as Codex's exec tool does (wall time, exit code or session id, token count, output)")
     @argument("--out", metavar="VAR", help="store the UnifiedExecResult in this variable")
+    @argument("--live", action="store_true", help="show the session in a live terminal (keeps updating after the cell; type into it)")
     @line_cell_magic
     def uexec(self, line, cell=None):
         """Run a command in a pseudo-terminal session, or type into a running one.
@@ -73,6 +77,12 @@ class UnifiedExecMagics(Magics):
         args = parse_argstring(self.uexec, options_text)
         request = self._request(args, body)
         _wake_on_signals()
+        if args.live:
+            result, interrupted = await self._collect_live(request)
+            print(status_line(result, interrupted=interrupted))
+            if args.out:
+                self._store(args.out, result)
+            return
         view = CellOutput(raw=args.raw or args.format == "agent")
         result, interrupted = await self._collect(request, view)
         if args.format == "agent":
@@ -80,9 +90,32 @@ class UnifiedExecMagics(Magics):
         else:
             view.finish(result, interrupted=interrupted)
         if args.out:
-            if not args.out.isidentifier():
-                raise UsageError(f"--out needs a variable name, not {args.out!r}")
-            self.shell.user_ns[args.out] = result
+            self._store(args.out, result)
+
+    def _store(self, name: str, result: UnifiedExecResult) -> None:
+        if not name.isidentifier():
+            raise UsageError(f"--out needs a variable name, not {name!r}")
+        self.shell.user_ns[name] = result
+
+    async def _collect_live(self, request: UnifiedExecRequest) -> tuple[UnifiedExecResult, bool]:
+        """Show the session's live view first, then wait as usual; the view shows the output."""
+        if self.live_view is None:
+            raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
+        first = None
+        if request.session_id is None:
+            # Start it without waiting, so the view appears before the program prints.
+            first, _ = await self._collect(UnifiedExecRequest(None, request.input_chunks, 0), None)
+            if first.session_id is None:
+                return first, False
+            request = UnifiedExecRequest(first.session_id, (), request.timeout_ms)
+        try:
+            display(self.live_view(request.session_id))
+        except UnifiedExecError as error:
+            raise UsageError(str(error)) from None
+        result, interrupted = await self._collect(request, None)
+        if first is not None:
+            result = replace(result, output=first.output + result.output, wall_time=first.wall_time + result.wall_time)
+        return result, interrupted
 
     def _request(self, args, body: str) -> UnifiedExecRequest:
         if args.timeout is not None and args.timeout < 0:
@@ -108,10 +141,11 @@ class UnifiedExecMagics(Magics):
         text = _typed(body, no_newline=args.no_newline) + keys
         return UnifiedExecRequest(args.session, [text] if text else [], args.timeout)
 
-    async def _collect(self, request: UnifiedExecRequest, view: CellOutput) -> tuple[UnifiedExecResult, bool]:
+    async def _collect(self, request: UnifiedExecRequest, view: CellOutput | None) -> tuple[UnifiedExecResult, bool]:
         """Run the request; an interrupt (the stop button) ends the wait but keeps the session."""
         stop = asyncio.Event()
-        work = asyncio.ensure_future(self.manager.handle_request(request, on_output=view.feed, stop=stop))
+        on_output = view.feed if view is not None else None
+        work = asyncio.ensure_future(self.manager.handle_request(request, on_output=on_output, stop=stop))
         try:
             try:
                 return await asyncio.shield(work), False
@@ -155,7 +189,7 @@ class UnifiedExecMagics(Magics):
             raise UsageError(str(error)) from None
         except ProcessLookupError as error:
             raise UsageError(str(error)) from None
-        what = f"sent SIG{signal.Signals(sig).name.removeprefix('SIG')} to" if sig else "closed"
+        what = f"sent {signal.Signals(sig).name if sig in signal.valid_signals() else f'signal {sig}'} to" if sig else "closed"
         print(f"{what} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids)) or '(none)'}")
 
     # -- plumbing ------------------------------------------------------------
@@ -211,13 +245,10 @@ def _keys(names: list[str] | None) -> str:
 
 
 def _signal(name: str) -> int:
-    if name.lstrip("-").isdigit():
-        return int(name)
-    upper = name.upper()
     try:
-        return int(signal.Signals[upper if upper.startswith("SIG") else "SIG" + upper])
-    except KeyError:
-        raise UsageError(f"unknown signal {name!r}: use a name like INT, TERM, KILL or a number") from None
+        return signal_number(name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _wake_on_signals() -> None:

@@ -1,11 +1,12 @@
-"""Named keys (tmux's names) to the bytes a terminal sends for them.
+"""Names a person types to control a terminal: keys (tmux's names) and signals.
 
-Lets a notebook or an agent say `C-c` or `Up` instead of knowing that Ctrl-C
-is 0x03 and the up arrow is `ESC [ A`.
+Lets a notebook or an agent say `C-c`, `Up` or `INT` instead of knowing that
+Ctrl-C is 0x03, the up arrow is `ESC [ A` and SIGINT is 2.
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable
 
 NAMED_KEYS = {
@@ -48,3 +49,17 @@ def key_bytes(name: str) -> str:
 
 def keys_text(names: Iterable[str]) -> str:
     return "".join(key_bytes(name) for name in names)
+
+
+def signal_number(name: str | int) -> int:
+    """A signal given as a number, or a name with or without `SIG` (`INT`, `sigterm`)."""
+    if isinstance(name, int) and not isinstance(name, bool):
+        return name
+    if isinstance(name, str):
+        if name.lstrip("-").isdigit():
+            return int(name)
+        upper = name.upper()
+        full = upper if upper.startswith("SIG") else "SIG" + upper
+        if full in signal.Signals.__members__:
+            return int(signal.Signals[full])
+    raise ValueError(f"unknown signal {name!r}: use a name like INT, TERM, KILL or a number")

@@ -1,0 +1,94 @@
+"""LiveFeed: replay then live, batched per frame, skips counted, never a silent hole."""
+
+import asyncio
+
+from unified_exec_kernel.core.feed import LiveFeed
+
+from .helpers import Reader, spawn
+
+
+def check_contiguous(events, start=0):
+    """Every data event starts where the previous one ended, plus what it says it skipped."""
+    end = start
+    for event in events:
+        assert event["offset"] - event["skipped"] == end, (event["offset"], event["skipped"], end)
+        assert event["end"] - event["offset"] == len(event["data"].encode())
+        end = event["end"]
+    return end
+
+
+async def test_replay_then_live_covers_every_byte_in_order():
+    session = spawn(["bash", "-c", "echo before; sleep 0.3; seq 1 2000; sleep 0.2"])
+    await Reader(session).until("before")
+    sent = []
+    feed = LiveFeed(session, sent.append)
+    feed.replay(request_id="r1")
+    await asyncio.wait_for(session.wait_finished(), 10)
+    await asyncio.sleep(0.1)
+    kinds = [m["type"] for m in sent]
+    assert kinds[0] == "attached" and kinds[-1] == "exited"
+    assert sent[0]["offset"] == 0 and sent[0]["alive"] and (sent[0]["rows"], sent[0]["cols"]) == (24, 80)
+    data = [m for m in sent if m["type"] == "data"]
+    assert data[0]["request_id"] == "r1" and data[0]["data"] == "before\r\n"
+    assert all(m["request_id"] is None for m in data[1:])
+    check_contiguous(data)
+    assert "".join(m["data"] for m in data) == "before\r\n" + "".join(f"{i}\r\n" for i in range(1, 2001))
+    assert sent[-1]["exit_code"] == 0
+    feed.close()
+    await session.close()
+
+
+async def test_a_flood_is_batched_per_frame_and_skips_are_counted():
+    session = spawn(["bash", "-c", "head -c 20000000 /dev/zero | tr '\\0' y"])
+    sent = []
+    feed = LiveFeed(session, sent.append, bytes_per_s=256 * 1024)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.wait_for(session.wait_finished(), 30)
+    elapsed = loop.time() - started
+    await asyncio.sleep(0.1)
+    data = [m for m in sent if m["type"] == "data"]
+    assert len(data) <= elapsed * 30 + 3  # one event a frame at most
+    # A second's worth may pass as a burst; after that the rate holds.
+    assert sum(len(m["data"]) for m in data) <= 256 * 1024 * (elapsed + 1.1)
+    end = check_contiguous(data)
+    assert end == session.offset == 20_000_000
+    assert feed.bytes_skipped > 0 and sum(m["skipped"] for m in data) == feed.bytes_skipped
+    assert sent[-1]["type"] == "exited"
+    feed.close()
+    await session.close()
+
+
+async def test_skips_never_split_a_character():
+    session = spawn(["bash", "-c", "for i in $(seq 1 3000); do printf '€€€€€€€€€€'; done"])
+    sent = []
+    LiveFeed(session, sent.append, bytes_per_s=30 * 1024)
+    await asyncio.wait_for(session.wait_finished(), 30)
+    await asyncio.sleep(0.1)
+    data = [m for m in sent if m["type"] == "data"]
+    assert all(set(m["data"]) == {"€"} for m in data)
+    check_contiguous(data)
+    await session.close()
+
+
+async def test_replay_of_a_long_scrollback_comes_in_pieces():
+    session = spawn(["bash", "-c", "head -c 200000 /dev/zero | tr '\\0' z"])
+    await asyncio.wait_for(session.wait_finished(), 10)
+    sent = []
+    LiveFeed(session, sent.append).replay(request_id=7)
+    data = [m for m in sent if m["type"] == "data"]
+    assert len(data) == 4 and all(m["request_id"] == 7 for m in data)
+    assert check_contiguous(data) == 200_000
+    assert sent[-1] == {"type": "exited", "session_id": 0, "exit_code": 0}
+    await session.close()
+
+
+async def test_closed_feed_sends_nothing_more():
+    session = spawn(["bash", "-c", "sleep 0.2; echo late"])
+    sent = []
+    feed = LiveFeed(session, sent.append)
+    feed.close()
+    await asyncio.wait_for(session.wait_finished(), 10)
+    await asyncio.sleep(0.1)
+    assert sent == []
+    await session.close()

@@ -178,6 +178,7 @@ def test_sessions_table_and_kill(kernel):
     assert kernel.run(f"%uexec_kill {other} --signal INT").strip() == f"sent SIGINT to session {other}"
     assert "closed sessions" in kernel.run("%uexec_kill --all")
     assert "no uexec sessions" in kernel.run("%uexec_sessions")
+    assert kernel.run("%uexec_kill --all").strip() == "no sessions to close"
 
 
 @pytest.mark.parametrize(

@@ -56,9 +56,14 @@ def main(argv: list[str]) -> None:
         return
     from ipykernel.kernelapp import IPKernelApp
 
+    from .config import UnifiedExec
     from .kernel import UnifiedExecKernel
 
-    IPKernelApp.launch_instance(argv=argv, kernel_class=UnifiedExecKernel)
+    class UnifiedExecKernelApp(IPKernelApp):
+        # Listed so `--help-all` documents c.UnifiedExec.* beside the kernel's own options.
+        classes = [*IPKernelApp.classes, UnifiedExecKernel, UnifiedExec]
+
+    UnifiedExecKernelApp.launch_instance(argv=argv, kernel_class=UnifiedExecKernel)
 
 
 if __name__ == "__main__":

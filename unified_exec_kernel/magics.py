@@ -50,7 +50,7 @@ class UnifiedExecMagics(Magics):
     @argument("-s", "--session", type=int, metavar="ID", help="write the body to this session instead of starting one")
     @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output, in ms (default 1000, at most 60000)")
     @argument("--shell", action="store_true", help="run the body as a script with bash (a new session)")
-    @argument("--keys", nargs="+", metavar="KEY", help="named keys sent after the body: C-c, C-d, Enter, Tab, Escape, Up, Down, Left, Right, BSpace")
+    @argument("--keys", nargs="+", metavar="KEY", help="named keys sent after the body: C-c, C-d, Enter, Tab, Escape, Up, Down, Left, Right, BSpace (on a %%uexec line they take the rest of the line)")
     @argument("--no-newline", action="store_true", help="write the body without its trailing newline")
     @argument("--raw", action="store_true", help="show the terminal text untouched (no rendering of \\r, colours kept as escapes)")
     @argument("--format", choices=["text", "agent"], default="text", help="agent: report as Codex's exec tool does (wall time, exit code or session id, token count, output)")
@@ -189,8 +189,11 @@ class UnifiedExecMagics(Magics):
             raise UsageError(str(error)) from None
         except ProcessLookupError as error:
             raise UsageError(str(error)) from None
+        if not ids:
+            print("no sessions to close")
+            return
         what = f"sent {signal.Signals(sig).name if sig in signal.valid_signals() else f'signal {sig}'} to" if sig else "closed"
-        print(f"{what} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids)) or '(none)'}")
+        print(f"{what} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
 
     # -- plumbing ------------------------------------------------------------
 

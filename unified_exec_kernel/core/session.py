@@ -316,7 +316,11 @@ class PtySession:
         if self._closing is None:
             self._closing = self._loop.create_future()
             try:
-                await self._terminate(grace)
+                # After EOF no process holds the terminal: a closing terminal hangs
+                # up nobody, and what was detached from it (nohup) lives on, as it
+                # would in a real terminal. Only a terminal still held needs ending.
+                if not (self._exited and self._eof):
+                    await self._terminate(grace)
             finally:
                 self._release()
                 self._closing.set_result(None)

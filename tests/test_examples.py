@@ -1,0 +1,30 @@
+"""The examples a newcomer runs: they must work as the docs say."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+async def test_agent_harness_plans_from_what_it_reads():
+    spec = importlib.util.spec_from_file_location("agent_harness", EXAMPLES / "agent_harness.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    transcript = await module.run_plan()
+    text = "\n".join(transcript)
+    assert "the file has 2 lines" in text
+    assert "job-42" in text
+    assert transcript[0].splitlines()[1].startswith("Process running with session ID ")
+    assert transcript[-1].splitlines()[1] == "Process exited with code 0"
+
+
+def test_engine_demo_runs():
+    run = subprocess.run([sys.executable, "-m", "unified_exec_kernel.demo"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "kept-between-requests" in run.stdout
+    assert "tokens truncated" in run.stdout
+    assert "Unknown session id" in run.stdout

@@ -1,0 +1,255 @@
+"""examples/tour.ipynb runs headless, top to bottom, shows what its prose says, and leaves no process behind.
+
+The notebook is executed with nbclient as a reader's front end would run it
+(display updates applied in place), in a temporary directory; cells are found
+by the tags in their metadata.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from nbclient import NotebookClient
+
+TOUR = Path(__file__).resolve().parent.parent / "examples" / "tour.ipynb"
+PORT = 8765
+
+pytestmark = pytest.mark.timeout(100)
+
+
+@dataclass
+class Tour:
+    nb: nbformat.NotebookNode
+    seconds: float
+    # msg_type of every iopub message each cell received, by cell index
+    messages: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # every process seen under the kernel after any cell: pid -> (create_time, cmdline)
+    seen: dict[int, tuple[float, str]] = field(default_factory=dict)
+    # what ran under the kernel right after the last cell (before the kernel shut down)
+    left_at_end: list[str] = field(default_factory=list)
+
+    def cell(self, tag: str) -> tuple[int, nbformat.NotebookNode]:
+        found = [(i, c) for i, c in enumerate(self.nb.cells) if tag in c.get("metadata", {}).get("tags", [])]
+        assert len(found) == 1, f"expected one cell tagged {tag!r}, found {len(found)}"
+        return found[0]
+
+    def text(self, tag: str) -> str:
+        """What the cell shows: streams and the text/plain of displays (after their updates)."""
+        _, cell = self.cell(tag)
+        parts = []
+        for output in cell.outputs:
+            assert output.output_type != "error", "\n".join(output.traceback)
+            if output.output_type == "stream":
+                parts.append(output.text)
+            else:
+                parts.append(output.data.get("text/plain", ""))
+        return "".join(part if part.endswith("\n") else part + "\n" for part in parts)
+
+
+class _RecordingClient(NotebookClient):
+    """Keeps the type of every iopub message, to count a cell's display updates."""
+
+    def __init__(self, *args, tour: Tour, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._tour = tour
+
+    def process_message(self, msg, cell, cell_index):
+        self._tour.messages[cell_index].append(msg["msg_type"])
+        return super().process_message(msg, cell, cell_index)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _cmdline(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return ""
+
+
+def _port_is_free(port: int) -> bool:
+    """Nobody listens there (a bind probe would trip over the last run's TIME_WAIT)."""
+    with socket.socket() as probe:
+        probe.settimeout(2)
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.fixture(scope="module")
+def tour(tmp_path_factory) -> Tour:
+    assert _port_is_free(PORT), f"port {PORT} on 127.0.0.1 is busy; the tour's web server needs it"
+    nb = nbformat.read(TOUR, as_version=4)
+    for cell in nb.cells:  # check this run's outputs, not the saved ones
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    result = Tour(nb=nb, seconds=0.0)
+    client = _RecordingClient(
+        nb,
+        tour=result,
+        kernel_name="uexec",
+        timeout=120,
+        resources={"metadata": {"path": str(tmp_path_factory.mktemp("tour"))}},
+    )
+    last_code = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+
+    def after_cell(cell, cell_index, execute_reply):
+        kernel_pid = client.km.provisioner.process.pid
+        processes = _descendants(kernel_pid)
+        for process in processes:
+            try:
+                result.seen.setdefault(process.pid, (process.create_time(), _cmdline(process)))
+            except psutil.NoSuchProcess:
+                pass
+        if cell_index == last_code:
+            result.left_at_end.extend(_cmdline(p) or str(p.pid) for p in processes)
+
+    client.on_cell_executed = after_cell
+    started = time.monotonic()
+    client.execute()  # raises CellExecutionError if any cell fails
+    result.seconds = time.monotonic() - started
+    return result
+
+
+# -- the run as a whole -----------------------------------------------------
+
+
+def test_the_tour_runs_well_under_a_minute(tour):
+    assert tour.seconds < 45, tour.seconds
+
+
+def test_the_saved_notebook_uses_the_uexec_kernel_and_shows_a_real_run():
+    saved = nbformat.read(TOUR, as_version=4)
+    nbformat.validate(saved)
+    assert saved.metadata.kernelspec.name == "uexec"
+    assert saved.metadata.kernelspec.display_name == "Python 3 (uexec)"
+    code = [c for c in saved.cells if c.cell_type == "code"]
+    assert code and all(c.outputs for c in code), "save the notebook with the outputs of a run"
+
+
+def test_every_uexec_cell_shows_one_output_updated_in_place(tour):
+    for index, cell in enumerate(tour.nb.cells):
+        if cell.cell_type == "code" and cell.source.startswith(("%%uexec", "%uexec ")):
+            assert [o.output_type for o in cell.outputs] == ["display_data"], cell.source
+            assert tour.messages[index].count("display_data") == 1, cell.source
+
+
+# -- section by section -----------------------------------------------------
+
+
+def test_one_shot_command_shows_its_exit_status(tour):
+    assert re.fullmatch(r"Linux \S+\n\[exited with code 0 · \d+\.\d\d s\]\n", tour.text("tour-oneshot"))
+
+
+def test_shell_starts_with_the_short_prompt_and_keeps_running(tour):
+    assert re.fullmatch(r"\$\n\[session 1 running · \d+\.\d\d s\]\n", tour.text("tour-bash"))
+
+
+def test_exported_variable_is_echoed_in_a_later_cell(tour):
+    text = tour.text("tour-echo")
+    assert "\nhello from session 1\n" in text and "[session 1 running" in text
+
+
+def test_cd_is_kept_between_cells(tour):
+    assert "\n/tmp\n" in tour.text("tour-pwd")
+
+
+def test_python_repl_keeps_its_variable_and_exits(tour):
+    assert "[session 2 running" in tour.text("tour-python-start")
+    assert "\nthe answer is 42\n" in tour.text("tour-python-print")
+    assert "[exited with code 0" in tour.text("tour-python-exit")
+
+
+def test_progress_bar_streamed_but_only_its_final_state_remains(tour):
+    index, _ = tour.cell("tour-progress")
+    text = tour.text("tour-progress")
+    assert "[##########] 100%\ndone\n[exited with code 0" in text
+    assert text.count("%") == 1, text  # no 0% ... 90% left over
+    assert tour.messages[index].count("update_display_data") >= 2  # it was redrawn while it ran
+
+
+def test_server_answers_is_polled_and_stops_on_ctrl_c(tour):
+    assert f"Serving HTTP on 127.0.0.1 port {PORT}" in tour.text("tour-server-start")
+    assert "[session 4 running" in tour.text("tour-server-start")
+    assert re.match(r"200\n\[exited with code 0", tour.text("tour-curl"))
+    poll = tour.text("tour-server-poll")
+    assert re.search(r'^127\.0\.0\.1 - - \[.*\] "GET / HTTP/1\.1" 200 -$', poll, re.M), poll
+    assert "[session 4 running" in poll
+    stop = tour.text("tour-server-stop")
+    assert "^C" in stop and "Keyboard interrupt received" in stop and "[exited with code 0" in stop
+
+
+def test_ctrl_c_interrupts_sleep_and_gives_status_130(tour):
+    assert "[session 1 running · 0.3" in tour.text("tour-sleep")
+    assert "^C" in tour.text("tour-ctrl-c")
+    assert "\n130\n" in tour.text("tour-status")
+
+
+def test_the_second_shell_does_not_see_the_first_ones_variable(tour):
+    assert "\nGREETING is unset\n" in tour.text("tour-isolated-6")
+    assert "\nGREETING is hello from session 1\n" in tour.text("tour-isolated-1")
+
+
+def test_sessions_table_lists_the_two_shells_only(tour):
+    rows = tour.text("tour-sessions").strip().splitlines()
+    assert rows[0].split()[:2] == ["id", "command"]
+    assert [row.split()[0] for row in rows[1:]] == ["1", "6"]
+    assert all(re.match(r"\d +bash --norc -i +\d+ +running", row) for row in rows[1:]), rows
+    _, cell = tour.cell("tour-sessions")
+    assert "<table" in cell.outputs[0].data["text/html"]
+
+
+def test_agent_format(tour):
+    text = tour.text("tour-agent")
+    assert re.match(
+        r"Wall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: \d+\nOutput:\nhello, agent\r\n",
+        text,
+    ), text
+
+
+def test_clean_up_leaves_no_session(tour):
+    assert tour.text("tour-kill") == "closed sessions 1, 6\n"
+    assert tour.text("tour-sessions-end") == "no uexec sessions\n"
+
+
+# -- processes --------------------------------------------------------------
+
+
+def test_no_process_started_by_the_tour_remains(tour):
+    commands = [cmdline for _, cmdline in tour.seen.values()]
+    # the check below means something only if the tour's programs were seen running
+    assert any(f"http.server {PORT}" in c for c in commands), commands
+    assert any(c == "sleep 100" for c in commands), commands
+    assert any("bash --norc -i" in c for c in commands), commands
+
+    # the tour's own clean-up, before the kernel shut down
+    assert tour.left_at_end == []
+
+    # and after the run
+    deadline = time.monotonic() + 5
+    while True:
+        survivors = []
+        for pid, (created, cmdline) in tour.seen.items():
+            try:
+                process = psutil.Process(pid)
+                if process.create_time() == created and process.status() != psutil.STATUS_ZOMBIE:
+                    survivors.append(cmdline)
+            except psutil.NoSuchProcess:
+                pass
+        if not survivors or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert survivors == []
+    assert _port_is_free(PORT)

@@ -128,6 +128,8 @@ def test_malformed_messages_get_an_error_answer(kernel, comm, message, error, te
     kernel.comm_send(comm, message)
     answer = kernel.comm_messages(comm, lambda d: d["type"] == "error")[-1]
     assert answer["error"] == error and text in answer["message"]
+    if isinstance(message, dict) and isinstance(message.get("session_id"), int):
+        assert answer["session_id"] == message["session_id"]
     assert "\n" not in answer["message"]
     # The comm and the kernel carry on.
     assert ask(kernel, comm, {"type": "list", "request_id": "after"})[-1]["type"] == "sessions"

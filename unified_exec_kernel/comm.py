@@ -85,7 +85,7 @@ class UnifiedExecComm:
             else:
                 handler(data, request_id)
         except (BadRequest, UnifiedExecError, ValueError, TypeError, OSError) as error:
-            self._error(request_id, error)
+            self._error(request_id, error, data)
 
     def _route(self, data):
         if not isinstance(data, dict):
@@ -103,14 +103,18 @@ class UnifiedExecComm:
         try:
             await handler(data, request_id)
         except (BadRequest, UnifiedExecError, ValueError, TypeError, OSError) as error:
-            self._error(request_id, error)
+            self._error(request_id, error, data)
         except Exception as error:  # the kernel must live on whatever a request does
             log.exception("uexec comm: request failed")
-            self._error(request_id, error)
+            self._error(request_id, error, data)
 
-    def _error(self, request_id, error: BaseException) -> None:
+    def _error(self, request_id, error: BaseException, data=None) -> None:
         name = getattr(error, "name", None) or ("BadRequest" if isinstance(error, (ValueError, TypeError)) else "Internal")
-        self.send({"type": "error", "request_id": request_id, "error": name, "message": str(error).splitlines()[0] if str(error) else name})
+        message = {"type": "error", "request_id": request_id, "error": name, "message": str(error).splitlines()[0] if str(error) else name}
+        session_id = data.get("session_id") if isinstance(data, dict) else None
+        if isinstance(session_id, int) and not isinstance(session_id, bool):
+            message["session_id"] = session_id  # so a view can tell which session failed
+        self.send(message)
 
     # -- the requests ----------------------------------------------------------
 

@@ -1,0 +1,303 @@
+/**
+ * One comm on the `unified_exec` target of a kernel: the session list for
+ * the Sessions panel, and per-session carriers for the terminal tabs it
+ * opens. No DOM.
+ */
+
+import type { Kernel } from '@jupyterlab/services';
+import type { JSONObject } from '@lumino/coreutils';
+import type { IDisposable } from '@lumino/disposable';
+import { Signal, type ISignal } from '@lumino/signaling';
+
+import {
+  asKernelMessage,
+  COMM_TARGET,
+  nextRequestId,
+  PROTOCOL_VERSION,
+  type FrontEndMessage,
+  type KernelMessage,
+  type RequestId,
+  type SessionInfo
+} from './protocol';
+import type { Carrier } from './terminal';
+
+export type ConnectionState =
+  /** The comm is open, `hello` has not arrived yet. */
+  | 'connecting'
+  | 'ready'
+  /** The kernel closed the comm before `hello`: no `unified_exec` target. */
+  | 'unsupported'
+  /** `hello` named a protocol version this front end does not speak. */
+  | 'incompatible'
+  /** The kernel restarted, died, or closed the comm. */
+  | 'closed';
+
+export class SessionsConnection implements IDisposable {
+  constructor(private readonly _kernel: Kernel.IKernelConnection) {
+    _kernel.statusChanged.connect(this._onKernelStatus, this);
+    this._comm = _kernel.createComm(COMM_TARGET);
+    this._comm.onMsg = msg => this._onMessage(msg.content.data);
+    this._comm.onClose = () => {
+      this._close(this._state === 'connecting' ? 'unsupported' : 'closed', 'the comm closed');
+    };
+    this._comm.open({});
+  }
+
+  get state(): ConnectionState {
+    return this._state;
+  }
+
+  /** The kernel's protocol version, once `hello` has said it. */
+  get protocolVersion(): number | null {
+    return this._protocolVersion;
+  }
+
+  get sessions(): readonly SessionInfo[] {
+    return this._sessions;
+  }
+
+  /** The state or the session list changed. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** A request the panel made failed; the text is for the user. */
+  get failed(): ISignal<this, string> {
+    return this._failed;
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /** Ask for the list again; asks made while one is answered become one. */
+  refresh(): void {
+    if (this._listRequest !== null) {
+      this._listAgain = true;
+      return;
+    }
+    this._listRequest = this._sendOwn({ type: 'list' });
+  }
+
+  kill(sessionId: number): void {
+    this._sendOwn({ type: 'kill', session_id: sessionId });
+  }
+
+  /**
+   * A carrier for one session. The kernel keeps one attachment per session
+   * and comm, so the last carrier of a session to go sends `detach`.
+   */
+  carrier(sessionId: number): SessionCarrier {
+    const carrier = new SessionCarrier(this, sessionId);
+    let group = this._carriers.get(sessionId);
+    if (!group) {
+      group = new Set();
+      this._carriers.set(sessionId, group);
+    }
+    group.add(carrier);
+    return carrier;
+  }
+
+  /**
+   * The panel moved on to another kernel; stay open only as long as a
+   * terminal tab still uses this comm.
+   */
+  release(): void {
+    this._released = true;
+    if (this._carriers.size === 0) {
+      this.dispose();
+    }
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._close('closed', 'the Sessions panel closed its connection');
+    if (this._isOpen()) {
+      this._comm.close();
+    }
+    Signal.clearData(this);
+  }
+
+  /** @internal Used by SessionCarrier. */
+  _send(msg: FrontEndMessage): void {
+    if (this._isOpen()) {
+      this._comm.send(msg as unknown as JSONObject);
+    }
+  }
+
+  /** @internal Used by SessionCarrier. */
+  _drop(carrier: SessionCarrier): void {
+    const group = this._carriers.get(carrier.sessionId);
+    if (!group?.delete(carrier) || group.size > 0) {
+      return;
+    }
+    this._carriers.delete(carrier.sessionId);
+    this._send({ type: 'detach', session_id: carrier.sessionId });
+    if (this._released && this._carriers.size === 0) {
+      this.dispose();
+    }
+  }
+
+  private _sendOwn(msg: FrontEndMessage): RequestId {
+    const requestId = nextRequestId();
+    this._ownRequests.add(requestId);
+    this._send({ ...msg, request_id: requestId });
+    return requestId;
+  }
+
+  private _listAnswered(): void {
+    this._listRequest = null;
+    if (this._listAgain) {
+      this._listAgain = false;
+      this.refresh();
+    }
+  }
+
+  private _onMessage(payload: unknown): void {
+    const msg = asKernelMessage(payload);
+    if (!msg) {
+      return;
+    }
+    switch (msg.type) {
+      case 'hello':
+        this._onHello(msg.protocol_version);
+        return;
+      case 'sessions':
+        this._forget(msg.request_id);
+        this._sessions = [...msg.sessions].sort((a, b) => a.session_id - b.session_id);
+        this._changed.emit();
+        this._listAnswered();
+        return;
+      case 'sessions_changed':
+        this.refresh();
+        return;
+      case 'error':
+        if (msg.request_id !== null && msg.request_id === this._listRequest) {
+          this._listAnswered();
+        }
+        if (this._forget(msg.request_id)) {
+          this._failed.emit(`${msg.error}: ${msg.message}`);
+        }
+        // A failed attach or input says so in its own session's terminals.
+        if (msg.session_id !== undefined) {
+          this._carriers.get(msg.session_id)?.forEach(c => c._receive(msg));
+        } else {
+          this._carriers.forEach(group => group.forEach(c => c._receive(msg)));
+        }
+        return;
+      case 'ok':
+        this._forget(msg.request_id);
+        return;
+      case 'output':
+        // Only `exec` produces these, and the panel never sends `exec`.
+        return;
+      default:
+        if (msg.session_id !== null) {
+          this._carriers.get(msg.session_id)?.forEach(c => c._receive(msg));
+        }
+    }
+  }
+
+  private _onHello(version: number): void {
+    this._protocolVersion = version;
+    if (version !== PROTOCOL_VERSION) {
+      this._close('incompatible', `the kernel speaks uexec protocol v${version}`);
+      return;
+    }
+    this._state = 'ready';
+    this._changed.emit();
+    this.refresh();
+  }
+
+  /** A restart disposes comms, a shutdown the kernel: both then throw on use. */
+  private _isOpen(): boolean {
+    return !this._comm.isDisposed && !this._kernel.isDisposed;
+  }
+
+  /** Forget an answered request; true when it was one of ours. */
+  private _forget(requestId: RequestId | null | undefined): boolean {
+    return requestId != null && this._ownRequests.delete(requestId);
+  }
+
+  private _onKernelStatus(_: Kernel.IKernelConnection, status: Kernel.Status): void {
+    // A restart drops every comm without a comm_close reaching us.
+    if (status === 'restarting' || status === 'autorestarting') {
+      this._close('closed', 'the kernel restarted');
+    } else if (status === 'dead') {
+      this._close('closed', 'the kernel died');
+    }
+  }
+
+  private _close(state: ConnectionState, reason: string): void {
+    if (this._state !== 'connecting' && this._state !== 'ready') {
+      return;
+    }
+    this._state = state;
+    this._kernel.statusChanged.disconnect(this._onKernelStatus, this);
+    this._carriers.forEach(group => group.forEach(c => c._close(reason)));
+    this._changed.emit();
+  }
+
+  private readonly _comm: Kernel.IComm;
+  private readonly _carriers = new Map<number, Set<SessionCarrier>>();
+  private readonly _ownRequests = new Set<RequestId>();
+  private readonly _changed = new Signal<this, void>(this);
+  private readonly _failed = new Signal<this, string>(this);
+  private _state: ConnectionState = 'connecting';
+  private _protocolVersion: number | null = null;
+  private _sessions: SessionInfo[] = [];
+  private _listRequest: RequestId | null = null;
+  private _listAgain = false;
+  private _released = false;
+  private _isDisposed = false;
+}
+
+/** The comm, seen by one terminal: filtered to one session, `session_id` added. */
+export class SessionCarrier implements Carrier, IDisposable {
+  constructor(
+    private readonly _connection: SessionsConnection,
+    readonly sessionId: number
+  ) {}
+
+  get received(): ISignal<Carrier, KernelMessage> {
+    return this._received;
+  }
+
+  get closed(): ISignal<Carrier, string> {
+    return this._closed;
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  send(msg: FrontEndMessage): void {
+    this._connection._send({ ...msg, session_id: this.sessionId } as FrontEndMessage);
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._connection._drop(this);
+    Signal.clearData(this);
+  }
+
+  /** @internal */
+  _receive(msg: KernelMessage): void {
+    this._received.emit(msg);
+  }
+
+  /** @internal */
+  _close(reason: string): void {
+    this._closed.emit(reason);
+  }
+
+  private readonly _received = new Signal<Carrier, KernelMessage>(this);
+  private readonly _closed = new Signal<Carrier, string>(this);
+  private _isDisposed = false;
+}

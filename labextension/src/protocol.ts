@@ -1,0 +1,266 @@
+/**
+ * The `unified_exec` protocol, version 1: a TypeScript mirror of
+ * docs/protocol.md. Change both together; a Python test compares the type
+ * lists below with the document and the kernel side.
+ */
+
+export const PROTOCOL_VERSION = 1;
+
+/** The kernel comm target the Sessions panel opens. */
+export const COMM_TARGET = 'unified_exec';
+
+/**
+ * Chosen by the front end; every answer echoes it (`null` when the request
+ * had none).
+ */
+export type RequestId = string | number;
+
+export type SessionId = number;
+
+/** Events the kernel sends on its own carry `null` or no `request_id`. */
+type EventRequestId = { request_id?: null };
+
+// ---------------------------------------------------------------------------
+// Kernel -> front end
+
+export interface Limits {
+  default_timeout_ms: number;
+  max_timeout_ms: number;
+  output_max_bytes: number;
+  max_input_bytes: number;
+  max_sessions: number;
+  scrollback_bytes: number;
+}
+
+export interface HelloMessage extends EventRequestId {
+  type: 'hello';
+  protocol_version: number;
+  limits: Limits;
+}
+
+export interface OutputMessage {
+  type: 'output';
+  request_id: RequestId | null;
+  data: string;
+}
+
+export interface ResultMessage {
+  type: 'result';
+  request_id: RequestId | null;
+  /** `null` once the process has exited. */
+  session_id: SessionId | null;
+  output: string;
+  exit_code: number | null;
+  /** Seconds. */
+  wall_time: number;
+}
+
+export interface SessionInfo {
+  session_id: SessionId;
+  /** The argv the session was started with. */
+  command: string[];
+  pid: number;
+  alive: boolean;
+  exit_code: number | null;
+  /** Unix time in seconds. */
+  started: number;
+}
+
+export interface SessionsMessage {
+  type: 'sessions';
+  request_id: RequestId | null;
+  sessions: SessionInfo[];
+}
+
+export interface OkMessage {
+  type: 'ok';
+  request_id: RequestId | null;
+  session_id: SessionId;
+}
+
+export interface AttachedMessage {
+  type: 'attached';
+  request_id: RequestId | null;
+  session_id: SessionId;
+  /** Where the replayed scrollback starts: 0 unless older output was dropped. */
+  offset: number;
+  alive: boolean;
+  exit_code: number | null;
+  rows: number;
+  cols: number;
+}
+
+/**
+ * Output of an attached session. Offsets count UTF-8 bytes of the session's
+ * decoded output stream; `end` is one past the last byte of `data`.
+ */
+export interface DataMessage {
+  type: 'data';
+  /** The `attach`'s id while replaying scrollback, `null` for live output. */
+  request_id: RequestId | null;
+  session_id: SessionId;
+  offset: number;
+  end: number;
+  data: string;
+  /** Bytes the kernel chose not to send just before this event. */
+  skipped: number;
+}
+
+export interface ExitedMessage extends EventRequestId {
+  type: 'exited';
+  session_id: SessionId;
+  /** Negative: killed by that signal; `null` if the status was lost. */
+  exit_code: number | null;
+}
+
+export interface SessionsChangedMessage extends EventRequestId {
+  type: 'sessions_changed';
+}
+
+export const ERROR_NAMES = [
+  'UnknownSessionId',
+  'WriteToStdin',
+  'MissingCommandLine',
+  'CreateSession',
+  'BadRequest'
+] as const;
+
+export type ErrorName = (typeof ERROR_NAMES)[number];
+
+export interface ErrorMessage {
+  type: 'error';
+  /** `null` when the request had none or could not be read. */
+  request_id: RequestId | null;
+  /** The request's `session_id`, when it named one. */
+  session_id?: SessionId;
+  error: ErrorName;
+  /** One line a person can read. */
+  message: string;
+}
+
+export type KernelMessage =
+  | HelloMessage
+  | OutputMessage
+  | ResultMessage
+  | SessionsMessage
+  | OkMessage
+  | AttachedMessage
+  | DataMessage
+  | ExitedMessage
+  | SessionsChangedMessage
+  | ErrorMessage;
+
+export const KERNEL_MESSAGE_TYPES = [
+  'hello',
+  'output',
+  'result',
+  'sessions',
+  'ok',
+  'attached',
+  'data',
+  'exited',
+  'sessions_changed',
+  'error'
+] as const;
+
+// ---------------------------------------------------------------------------
+// Front end -> kernel
+
+interface Request {
+  request_id?: RequestId;
+}
+
+export interface ExecRequest extends Request {
+  type: 'exec';
+  /** `null` starts a new session with `input_chunks` as its argv. */
+  session_id: SessionId | null;
+  input_chunks: string[];
+  timeout_ms?: number;
+  format?: 'text' | 'agent';
+}
+
+export interface ListRequest extends Request {
+  type: 'list';
+}
+
+export interface KillRequest extends Request {
+  type: 'kill';
+  session_id: SessionId;
+  /** A name like `"SIGINT"` or a number; omitted: close the whole session. */
+  signal?: string | number;
+}
+
+/*
+ * `attach`, `input` and `resize` are the requests a widget view sends; on the
+ * widget carrier `session_id` is implied (the widget's own), so it is
+ * optional here. On the comm carrier it is required.
+ */
+
+export interface AttachRequest extends Request {
+  type: 'attach';
+  session_id?: SessionId;
+}
+
+export interface DetachRequest extends Request {
+  type: 'detach';
+  session_id: SessionId;
+}
+
+export interface InputRequest extends Request {
+  type: 'input';
+  session_id?: SessionId;
+  /** Written to the PTY as-is: keystrokes. */
+  data: string;
+}
+
+export interface ResizeRequest extends Request {
+  type: 'resize';
+  session_id?: SessionId;
+  /** 1..1000 each. */
+  rows: number;
+  cols: number;
+}
+
+export type FrontEndMessage =
+  | ExecRequest
+  | ListRequest
+  | KillRequest
+  | AttachRequest
+  | DetachRequest
+  | InputRequest
+  | ResizeRequest;
+
+export const FRONTEND_MESSAGE_TYPES = [
+  'exec',
+  'list',
+  'kill',
+  'attach',
+  'detach',
+  'input',
+  'resize'
+] as const;
+
+/**
+ * Read an incoming carrier payload as a kernel message. Only the shape the
+ * dispatch needs is checked: the kernel is trusted, but a newer one may send
+ * types this front end does not know, which are dropped.
+ */
+export function asKernelMessage(payload: unknown): KernelMessage | null {
+  if (typeof payload !== 'object' || payload === null) {
+    return null;
+  }
+  const type = (payload as { type?: unknown }).type;
+  return (KERNEL_MESSAGE_TYPES as readonly unknown[]).includes(type)
+    ? (payload as KernelMessage)
+    : null;
+}
+
+// Every window showing a widget gets every answer sent on the widget's comm,
+// so request ids carry a per-page tag besides the counter.
+const pageTag = Math.random().toString(36).slice(2, 10);
+let requestCount = 0;
+
+/** A request id no other view, in this page or another, will use. */
+export function nextRequestId(): string {
+  return `${pageTag}-${++requestCount}`;
+}

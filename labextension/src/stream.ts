@@ -1,0 +1,137 @@
+/**
+ * The gap rule of docs/protocol.md for one view of one session, as a pure
+ * state machine: it is fed the kernel's messages and says what to write to
+ * the terminal and when the view must start over. No DOM, no Lumino, so it
+ * is tested under plain node.
+ */
+
+import { exitNotice, skipNotice } from './format';
+import type { KernelMessage, RequestId } from './protocol';
+
+export type StreamAction =
+  /** Append `text` to the terminal. */
+  | { kind: 'write'; text: string }
+  /** The view's own `attached` arrived; write `text`, then the view is live. */
+  | { kind: 'attached'; text: string; alive: boolean }
+  /** A message was lost: clear the terminal, then `begin` and `attach` again. */
+  | { kind: 'reattach' };
+
+type State = 'idle' | 'attaching' | 'attached';
+
+export class SessionStream {
+  /** Start (or start over) an attachment whose `attach` carries `requestId`. */
+  begin(requestId: RequestId): void {
+    this._state = 'attaching';
+    this._requestId = requestId;
+    this._end = 0;
+    this._alive = false;
+    this._exited = false;
+    this._atLineStart = true;
+  }
+
+  /** Where the next accepted `data` event must start (UTF-8 bytes). */
+  get end(): number {
+    return this._end;
+  }
+
+  /** Attached to a running process: keystrokes and resizes make sense. */
+  get live(): boolean {
+    return this._state === 'attached' && this._alive;
+  }
+
+  handle(msg: KernelMessage): StreamAction | null {
+    switch (msg.type) {
+      case 'attached':
+        return this._onAttached(msg.request_id, msg.offset, msg.alive);
+      case 'data':
+        return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
+      case 'exited':
+        return this._onExited(msg.exit_code);
+      case 'error':
+        return this._onError(msg.request_id, msg.error, msg.message);
+      default:
+        return null;
+    }
+  }
+
+  private _onAttached(
+    requestId: RequestId | null,
+    offset: number,
+    alive: boolean
+  ): StreamAction | null {
+    // Another view's answer, or a repeat of ours.
+    if (this._state !== 'attaching' || requestId !== this._requestId) {
+      return null;
+    }
+    this._state = 'attached';
+    this._end = offset;
+    this._alive = alive;
+    // Older output the kernel no longer keeps is a hole like any other skip.
+    return { kind: 'attached', text: offset > 0 ? this._notice(skipNotice(offset)) : '', alive };
+  }
+
+  private _onData(
+    requestId: RequestId | null,
+    offset: number,
+    end: number,
+    skipped: number,
+    data: string
+  ): StreamAction | null {
+    // Live output before our `attached` is covered by the replay that follows
+    // it; replays answer other views' `attach`.
+    if (this._state !== 'attached') {
+      return null;
+    }
+    if (requestId != null && requestId !== this._requestId) {
+      return null;
+    }
+    if (end <= this._end) {
+      return null;
+    }
+    if (offset - skipped !== this._end) {
+      this._state = 'idle';
+      return { kind: 'reattach' };
+    }
+    const notice = skipped > 0 ? this._notice(skipNotice(skipped)) : '';
+    this._end = end;
+    if (data.length > 0) {
+      this._atLineStart = data.endsWith('\n');
+    }
+    return { kind: 'write', text: notice + data };
+  }
+
+  private _onExited(exitCode: number | null): StreamAction | null {
+    if (this._state !== 'attached' || this._exited) {
+      return null;
+    }
+    this._exited = true;
+    this._alive = false;
+    return { kind: 'write', text: this._notice(exitNotice(exitCode)) };
+  }
+
+  private _onError(
+    requestId: RequestId | null,
+    error: string,
+    message: string
+  ): StreamAction | null {
+    if (this._state !== 'attaching' || requestId !== this._requestId) {
+      return null;
+    }
+    this._state = 'idle';
+    return { kind: 'write', text: this._notice(`[cannot attach: ${error}: ${message}]`) };
+  }
+
+  /** A notice on a line of its own, dimmed so it does not pass for output. */
+  private _notice(line: string): string {
+    const text = `${this._atLineStart ? '' : '\r\n'}\x1b[2m${line}\x1b[22m\r\n`;
+    this._atLineStart = true;
+    return text;
+  }
+
+  private _state: State = 'idle';
+  private _requestId: RequestId | null = null;
+  private _end = 0;
+  private _alive = false;
+  private _exited = false;
+  private _atLineStart = true;
+}

@@ -1,0 +1,2 @@
+import '@xterm/xterm/css/xterm.css';
+import './base.css';

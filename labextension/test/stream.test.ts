@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import type { AttachedMessage, DataMessage, KernelMessage, RequestId } from '../src/protocol';
+import { SessionStream, type StreamAction } from '../src/stream';
+
+const ME = 'me-1';
+
+function attached(offset = 0, requestId: RequestId = ME, alive = true): AttachedMessage {
+  return {
+    type: 'attached',
+    request_id: requestId,
+    session_id: 0,
+    offset,
+    alive,
+    exit_code: alive ? null : 0,
+    rows: 24,
+    cols: 80
+  };
+}
+
+/** A data event for `text`, placed after `skipped` bytes from `offset`. */
+function data(
+  offset: number,
+  text: string,
+  requestId: RequestId | null = null,
+  skipped = 0
+): DataMessage {
+  const start = offset + skipped;
+  return {
+    type: 'data',
+    request_id: requestId,
+    session_id: 0,
+    offset: start,
+    end: start + Buffer.byteLength(text),
+    data: text,
+    skipped
+  };
+}
+
+/** Feed messages to a stream that has sent `attach` with id ME. */
+function run(...msgs: KernelMessage[]): { stream: SessionStream; actions: (StreamAction | null)[] } {
+  const stream = new SessionStream();
+  stream.begin(ME);
+  return { stream, actions: msgs.map(m => stream.handle(m)) };
+}
+
+function written(actions: (StreamAction | null)[]): string {
+  return actions
+    .map(a => (a && a.kind !== 'reattach' ? a.text : ''))
+    .join('');
+}
+
+describe('SessionStream', () => {
+  test('shows replay then live events in order', () => {
+    const { stream, actions } = run(
+      attached(),
+      data(0, '$ ', ME),
+      data(2, 'ls\r\n'),
+      data(6, 'é\r\n')
+    );
+    assert.deepEqual(actions[0], { kind: 'attached', text: '', alive: true });
+    assert.equal(written(actions), '$ ls\r\né\r\n');
+    // Offsets count UTF-8 bytes: "é" is two.
+    assert.equal(stream.end, 10);
+    assert.equal(stream.live, true);
+  });
+
+  test('ignores duplicates, including partial repeats ending at or before end', () => {
+    const { stream, actions } = run(
+      attached(),
+      data(0, 'abc'),
+      data(0, 'abc'),
+      data(1, 'bc'),
+      data(3, 'def'),
+      data(3, 'def')
+    );
+    assert.deepEqual(
+      actions.map(a => a?.kind ?? null),
+      ['attached', 'write', null, null, 'write', null]
+    );
+    assert.equal(written(actions), 'abcdef');
+    assert.equal(stream.end, 6);
+  });
+
+  test('shows a skip notice on its own line before the data after a skip', () => {
+    const { stream, actions } = run(attached(), data(0, 'y\r\ny'), data(4, 'y\r\n', null, 1_234_567));
+    const text = written(actions);
+    assert.ok(text.includes('[… 1.2 MB skipped …]'), text);
+    // The notice starts a new line because the output stopped mid-line.
+    assert.ok(text.startsWith('y\r\ny\r\n\x1b[2m[… 1.2 MB skipped …]'), JSON.stringify(text));
+    assert.ok(text.endsWith('\r\ny\r\n'), JSON.stringify(text));
+    assert.equal(stream.end, 4 + 1_234_567 + 3);
+  });
+
+  test('notes output the kernel no longer keeps when the replay starts late', () => {
+    const { actions } = run(attached(5000), data(5000, 'tail', ME));
+    assert.equal(actions[0]?.kind, 'attached');
+    assert.ok(written(actions).includes('[… 5.0 kB skipped …]'));
+    assert.ok(written(actions).endsWith('tail'));
+  });
+
+  test('asks to re-attach after a lost message, then ignores data until begin', () => {
+    const { stream, actions } = run(attached(), data(0, 'abc'), data(10, 'xyz'), data(13, 'more'));
+    assert.deepEqual(actions[2], { kind: 'reattach' });
+    assert.equal(actions[3], null);
+    assert.equal(stream.live, false);
+
+    stream.begin('me-2');
+    assert.equal(stream.handle(data(13, 'late')), null);
+    assert.equal(stream.handle(attached(0, 'me-2'))?.kind, 'attached');
+    assert.deepEqual(stream.handle(data(0, 'abcdefghijklmxyz', 'me-2')), {
+      kind: 'write',
+      text: 'abcdefghijklmxyz'
+    });
+    assert.equal(stream.end, 16);
+  });
+
+  test("ignores replays answering another view's attach", () => {
+    const { actions } = run(
+      attached(),
+      data(0, 'one', ME),
+      attached(0, 'other'),
+      data(0, 'one', 'other'),
+      data(0, 'onetwo', 'other'),
+      data(3, 'two')
+    );
+    assert.deepEqual(
+      actions.map(a => a?.kind ?? null),
+      ['attached', 'write', null, null, null, 'write']
+    );
+    assert.equal(written(actions), 'onetwo');
+  });
+
+  test('ignores live events and other answers before its own attached', () => {
+    const { stream, actions } = run(
+      data(0, 'early'),
+      { type: 'exited', session_id: 0, exit_code: 1 },
+      attached(0, 'other'),
+      attached(),
+      data(0, 'early', ME),
+      data(5, '!')
+    );
+    assert.deepEqual(
+      actions.map(a => a?.kind ?? null),
+      [null, null, null, 'attached', 'write', 'write']
+    );
+    assert.equal(written(actions), 'early!');
+    assert.equal(stream.live, true);
+  });
+
+  test('ends with one exit line, and is no longer live', () => {
+    const { stream, actions } = run(
+      attached(),
+      data(0, 'bye'),
+      { type: 'exited', session_id: 0, exit_code: 0 },
+      { type: 'exited', session_id: 0, exit_code: 0 }
+    );
+    assert.equal(written(actions), 'bye\r\n\x1b[2m[exited with code 0]\x1b[22m\r\n');
+    assert.equal(actions[3], null);
+    assert.equal(stream.live, false);
+  });
+
+  test('shows the exit of a session that had ended before attaching', () => {
+    const { stream, actions } = run(
+      attached(0, ME, false),
+      data(0, 'done\r\n', ME),
+      { type: 'exited', session_id: 0, exit_code: -9 }
+    );
+    assert.equal(stream.live, false);
+    assert.equal(written(actions), 'done\r\n\x1b[2m[killed by signal 9]\x1b[22m\r\n');
+  });
+
+  test('reports a failed attach, and only its own', () => {
+    const { stream, actions } = run(
+      { type: 'error', request_id: 'other', error: 'BadRequest', message: 'nope' },
+      { type: 'error', request_id: ME, error: 'UnknownSessionId', message: 'no session 7' }
+    );
+    assert.equal(actions[0], null);
+    assert.ok(written(actions).includes('[cannot attach: UnknownSessionId: no session 7]'));
+    assert.equal(stream.live, false);
+  });
+
+  test('ignores messages that are not about the stream', () => {
+    const { actions } = run(attached(), { type: 'sessions_changed' }, {
+      type: 'ok',
+      request_id: null,
+      session_id: 0
+    });
+    assert.deepEqual(actions.slice(1), [null, null]);
+  });
+});

@@ -1,0 +1,357 @@
+"""uexec kernels behind Jupyter Kernel Gateway: cells, the comm protocol and shutdown over its REST API and websocket.
+
+The gateway runs as a subprocess on loopback, with a token; every kernel is
+started with `POST /api/kernels` and driven only through
+`/api/kernels/<id>/channels`, in the Jupyter websocket JSON protocol, the way
+a notebook server in gateway mode (`--gateway-url`) would drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib.util
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+
+STATUS_LINE = re.compile(r"\[session (\d+) running · [0-9.]+ s\]")
+
+
+# -- the gateway -----------------------------------------------------------------
+
+
+class Gateway:
+    def __init__(self, port: int, token: str, log: Path, process: subprocess.Popen):
+        self.port, self.token, self.log, self.process = port, token, log, process
+        self.url = f"http://127.0.0.1:{port}"
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def request(self, method: str, path: str, body: dict | None = None, timeout: float = 15) -> tuple[int, object]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as response:
+                raw = response.read()
+                return response.status, (json.loads(raw) if raw else None)
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def gateway_command() -> list[str]:
+    entry_point = Path(sys.executable).with_name("jupyter-kernelgateway")
+    if entry_point.exists():
+        return [str(entry_point)]
+    return [sys.executable, "-m", "jupyter", "kernelgateway"]
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    if importlib.util.find_spec("kernel_gateway") is None:
+        pytest.fail("jupyter_kernel_gateway is not installed (it is in the test extra: pip install -e '.[test]')")
+    folder = tmp_path_factory.mktemp("gateway")
+    port, token = free_port(), secrets.token_hex(16)
+    log = folder / "gateway.log"
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    env = {name: value for name, value in env.items() if not name.startswith("KG_")}  # no stray gateway settings
+    command = [
+        *gateway_command(),
+        "--KernelGatewayApp.ip=127.0.0.1",
+        f"--KernelGatewayApp.port={port}",
+        "--KernelGatewayApp.port_retries=0",
+        "--KernelGatewayApp.default_kernel_name=uexec",
+        f"--KernelGatewayApp.auth_token={token}",
+        # GET /api/kernels answers 403 without it, and a notebook server in gateway mode needs that list.
+        "--JupyterWebsocketPersonality.list_kernels=True",
+    ]
+    with open(log, "wb") as log_file:
+        process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
+    gw = Gateway(port, token, log, process)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the gateway exited with code {process.returncode} before answering:\n{gw.log_tail()}")
+            try:
+                status, specs = gw.request("GET", "/api/kernelspecs", timeout=2)
+                if status == 200 and "uexec" in specs["kernelspecs"]:
+                    assert specs["default"] == "uexec"
+                    break
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the gateway did not list the uexec kernelspec within 30 s:\n{gw.log_tail()}")
+            time.sleep(0.2)
+        yield gw
+    finally:
+        process.terminate()  # the gateway shuts its kernels down on SIGTERM
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+@pytest.fixture
+def kernel_id(gateway):
+    status, model = gateway.request("POST", "/api/kernels", {"name": "uexec"})
+    assert status == 201, f"{status} {model}\n{gateway.log_tail()}"
+    try:
+        yield model["id"]
+    finally:
+        try:
+            gateway.request("DELETE", f"/api/kernels/{model['id']}")  # 404 when the test already deleted it
+        except OSError:
+            pass  # the gateway is gone; stopping it ends its kernels anyway
+
+
+# -- the websocket, as a front end speaks it -----------------------------------------
+
+
+class Channels:
+    """One websocket on `/api/kernels/<id>/channels`; messages read while looking for others are kept."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.session = uuid.uuid4().hex
+        self.backlog: list[dict] = []
+
+    @classmethod
+    async def connect(cls, gateway: Gateway, kernel_id: str) -> Channels:
+        url = f"ws://127.0.0.1:{gateway.port}/api/kernels/{kernel_id}/channels"
+        request = HTTPRequest(url, headers={"Authorization": f"token {gateway.token}"}, connect_timeout=10, request_timeout=30)
+        return cls(await asyncio.wait_for(websocket_connect(request), 30))
+
+    def send(self, channel: str, msg_type: str, content: dict) -> str:
+        msg_id = uuid.uuid4().hex
+        self.ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": msg_type, "session": self.session, "username": "test",
+                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
+        }))
+        return msg_id
+
+    async def next(self, wanted, deadline: float, what: str) -> dict:
+        """The first message (backlog first) `wanted(msg)` accepts; others stay in the backlog."""
+        for index, msg in enumerate(self.backlog):
+            if wanted(msg):
+                return self.backlog.pop(index)
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                raw = await asyncio.wait_for(self.ws.read_message(), remaining)
+            except asyncio.TimeoutError:
+                kinds = [(m["channel"], m["header"]["msg_type"], m["content"].get("data", {}).get("type")) for m in self.backlog[-20:]]
+                raise AssertionError(f"timed out waiting for {what}; last unclaimed messages: {kinds}") from None
+            assert raw is not None, f"the websocket closed while waiting for {what}"
+            msg = json.loads(raw)
+            if wanted(msg):
+                return msg
+            self.backlog.append(msg)
+
+    async def execute(self, code: str, timeout: float = 15) -> tuple[dict, str]:
+        """Run a cell; returns the execute_reply content and the text shown (each display at its latest update)."""
+        deadline = time.monotonic() + timeout
+        msg_id = self.send("shell", "execute_request", {"code": code, "silent": False, "store_history": True,
+                                                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        mine = lambda m: m.get("parent_header", {}).get("msg_id") == msg_id  # noqa: E731
+        shown: list[list[str]] = []
+        by_id: dict[str, list[str]] = {}
+        while True:
+            msg = await self.next(lambda m: mine(m) and m["channel"] == "iopub", deadline, f"the output of {code!r}")
+            kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind == "status" and content["execution_state"] == "idle":
+                break
+            if kind == "stream":
+                shown.append([content["text"]])
+            elif kind in ("display_data", "execute_result"):
+                entry = [content["data"].get("text/plain", "")]
+                shown.append(entry)
+                display_id = content.get("transient", {}).get("display_id")
+                if display_id:
+                    by_id[display_id] = entry
+            elif kind == "update_display_data":
+                display_id = content.get("transient", {}).get("display_id")
+                if display_id in by_id:
+                    by_id[display_id][0] = content["data"].get("text/plain", "")
+            elif kind == "error":
+                shown.append(["\n".join(content["traceback"])])
+        reply = await self.next(lambda m: mine(m) and m["channel"] == "shell", deadline, f"the reply to {code!r}")
+        return reply["content"], "\n".join(entry[0] for entry in shown)
+
+    # -- the unified_exec comm -----------------------------------------------------
+
+    def comm_open(self, target: str) -> str:
+        comm_id = uuid.uuid4().hex
+        self.send("shell", "comm_open", {"comm_id": comm_id, "target_name": target, "data": {}})
+        return comm_id
+
+    def comm_send(self, comm_id: str, data: dict) -> None:
+        self.send("shell", "comm_msg", {"comm_id": comm_id, "data": data})
+
+    async def comm_next(self, comm_id: str, wanted, deadline: float, what: str) -> dict:
+        msg = await self.next(
+            lambda m: m["header"]["msg_type"] == "comm_msg" and m["content"].get("comm_id") == comm_id and wanted(m["content"]["data"]),
+            deadline, what)
+        return msg["content"]["data"]
+
+    async def ask(self, comm_id: str, request: dict, timeout: float = 10) -> dict:
+        """Send a request; its answer (result, sessions, ok, attached or error) with the same request_id."""
+        self.comm_send(comm_id, request)
+        answers = ("result", "sessions", "ok", "attached", "error")
+        return await self.comm_next(comm_id, lambda d: d.get("type") in answers and d.get("request_id") == request["request_id"],
+                                    time.monotonic() + timeout, f"the answer to {request}")
+
+    async def open_unified_exec(self, timeout: float = 10) -> str:
+        comm_id = self.comm_open("unified_exec")
+        hello = await self.comm_next(comm_id, lambda d: d.get("type") == "hello", time.monotonic() + timeout, "hello")
+        assert hello["protocol_version"] == 1
+        return comm_id
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def session_processes(leader: int) -> list[int]:
+    """Live processes whose session id is `leader` (everything a uexec session started)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getsid(proc.pid) == leader:
+                found.append(proc.pid)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+# -- the tests -----------------------------------------------------------------------
+
+
+async def test_a_session_lives_across_cells_behind_the_gateway(gateway, kernel_id):
+    channels = await Channels.connect(gateway, kernel_id)
+    try:
+        reply, text = await channels.execute("%%uexec -t 1500\nbash --norc -i\n")
+        assert reply["status"] == "ok", text
+        started = STATUS_LINE.search(text)
+        assert started, text
+        sid = int(started.group(1))
+
+        reply, text = await channels.execute(f"%%uexec -s {sid}\nexport V=gateway\n")
+        assert reply["status"] == "ok" and f"[session {sid} running" in text, text
+
+        reply, text = await channels.execute(f"%%uexec -s {sid}\necho $V\n")
+        assert reply["status"] == "ok", text
+        assert "gateway" in [line.strip() for line in text.splitlines()], text  # the output line, not the typed `echo $V`
+        assert f"[session {sid} running" in text, text
+    finally:
+        channels.close()
+
+
+async def test_the_comm_protocol_drives_a_live_session_through_the_gateway_websocket(gateway, kernel_id):
+    channels = await Channels.connect(gateway, kernel_id)
+    try:
+        comm = await channels.open_unified_exec()
+        result = await channels.ask(comm, {"type": "exec", "request_id": "start", "session_id": None,
+                                           "input_chunks": ["bash", "--norc", "-i"], "timeout_ms": 500})
+        assert result["type"] == "result" and isinstance(result["session_id"], int), result
+        sid = result["session_id"]
+
+        attached = await channels.ask(comm, {"type": "attach", "request_id": "view", "session_id": sid})
+        assert attached["type"] == "attached" and attached["session_id"] == sid and attached["alive"], attached
+        deadline = time.monotonic() + 10
+        replayed = await channels.comm_next(comm, lambda d: d.get("type") == "data" and d.get("request_id") == "view", deadline, "replayed data")
+        assert replayed["session_id"] == sid and replayed["offset"] == attached["offset"]
+
+        channels.comm_send(comm, {"type": "input", "session_id": sid, "data": "echo $((6*7))\r"})
+        live, seen = "", []
+        while not re.search(r"[\r\n]42\r\n", live):  # the typed line echoes `$((6*7))`; only the answer is a line of 42
+            event = await channels.comm_next(comm, lambda d: d.get("type") == "data" and d.get("request_id") is None, deadline, f"live 42 (saw {seen})")
+            assert event["session_id"] == sid
+            seen.append(event["data"])
+            live += event["data"]
+        assert any("42" in data for data in seen), seen
+
+        killed = await channels.ask(comm, {"type": "kill", "request_id": "stop", "session_id": sid})
+        assert killed == {"type": "ok", "request_id": "stop", "session_id": sid}
+    finally:
+        channels.close()
+
+
+async def test_deleting_the_kernel_through_the_gateway_ends_its_sessions(gateway, kernel_id):
+    channels = await Channels.connect(gateway, kernel_id)
+    try:
+        comm = await channels.open_unified_exec()
+        shell = await channels.ask(comm, {"type": "exec", "request_id": 1, "session_id": None,
+                                          "input_chunks": ["bash", "--norc", "-i"], "timeout_ms": 300})
+        # A background job: a process of the session that is not its leader.
+        await channels.ask(comm, {"type": "exec", "request_id": 2, "session_id": shell["session_id"],
+                                  "input_chunks": ["sleep 300 &\n"], "timeout_ms": 300})
+        await channels.ask(comm, {"type": "exec", "request_id": 3, "session_id": None, "input_chunks": ["sleep", "300"], "timeout_ms": 0})
+        reply, kernel_pid = await channels.execute("import os; print(os.getpid())")
+        assert reply["status"] == "ok", kernel_pid
+        kernel_pid = int(kernel_pid)
+        sessions = (await channels.ask(comm, {"type": "list", "request_id": 4}))["sessions"]
+    finally:
+        channels.close()
+    pids = [s["pid"] for s in sessions if s["alive"]]
+    assert len(pids) == 2, sessions
+    deadline = time.monotonic() + 5
+    while True:  # bash + its job, and sleep: what the check below must see go away
+        before = {pid: session_processes(pid) for pid in pids}
+        if sorted(len(found) for found in before.values()) == [1, 2]:
+            break
+        assert time.monotonic() < deadline, before
+        await asyncio.sleep(0.1)
+
+    status, running = gateway.request("GET", "/api/kernels")
+    assert status == 200 and kernel_id in [k["id"] for k in running], running
+    status, _ = gateway.request("DELETE", f"/api/kernels/{kernel_id}")
+    assert status == 204, gateway.log_tail()
+
+    deadline = time.monotonic() + 10
+    while True:
+        left = {pid: session_processes(pid) for pid in pids}
+        kernel_alive = alive(kernel_pid)
+        if not any(left.values()) and not kernel_alive:
+            break
+        assert time.monotonic() < deadline, f"still running 10 s after DELETE: sessions {left}, kernel {kernel_alive}"
+        await asyncio.sleep(0.2)
+    status, _ = gateway.request("GET", f"/api/kernels/{kernel_id}")
+    assert status == 404
+    status, running = gateway.request("GET", "/api/kernels")
+    assert kernel_id not in [k["id"] for k in running], running

@@ -92,3 +92,17 @@ async def test_closed_feed_sends_nothing_more():
     await asyncio.sleep(0.1)
     assert sent == []
     await session.close()
+
+
+async def test_output_after_a_quiet_frame_is_sent_at_once():
+    session = spawn(["bash", "-c", "read line; echo got-$line; sleep 1"])
+    sent = []
+    LiveFeed(session, sent.append, frame_s=0.5)
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(0.6)
+    session.write("x\n")
+    started = loop.time()
+    while not any("got-x" in m.get("data", "") for m in sent):
+        assert loop.time() - started < 0.4, "the echo waited for the frame"
+        await asyncio.sleep(0.005)
+    await session.close()

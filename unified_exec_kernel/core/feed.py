@@ -50,6 +50,7 @@ class LiveFeed:
         self._pending_bytes = 0
         self._sent_end = session.offset
         self._timer: asyncio.TimerHandle | None = None
+        self._last_flush = float("-inf")
         self._closed = False
         self._exit_sent = False
         self.events_sent = 0
@@ -86,6 +87,7 @@ class LiveFeed:
             self._timer = None
         if not self._pending:
             return
+        self._last_flush = self._loop.time()
         text = "".join(self._pending)
         start, nbytes = self._pending_start, self._pending_bytes
         self._pending.clear()
@@ -121,7 +123,10 @@ class LiveFeed:
         self._pending.append(text)
         self._pending_bytes += end - start
         if self._timer is None:
-            self._timer = self._loop.call_later(self._frame_s, self.flush, context=self._context)
+            # Leading edge: after a quiet frame, send at once (a keystroke's echo
+            # must not wait a frame); within a busy frame, batch to its end.
+            delay = max(self._last_flush + self._frame_s - self._loop.time(), 0)
+            self._timer = self._loop.call_later(delay, self.flush, context=self._context)
 
     def _on_exit(self, session: PtySession) -> None:
         if self._closed or self._exit_sent:

@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from pty_floor import drain_pty
+
 FLOOD = "head -c 200000000 /dev/zero | tr '\\0' a"
 FLOOD_BYTES = 200_000_000
 
@@ -39,25 +41,7 @@ def _request(session_id, chunks, timeout_ms):
 
 def bare_drain() -> dict:
     """The floor: a PTY of the same command read in a tight os.read loop."""
-    import pty
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execvp("bash", ["bash", "-c", FLOOD])
-    started = time.perf_counter()
-    total = 0
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        total += len(data)
-    elapsed = time.perf_counter() - started
-    os.waitpid(pid, 0)
-    os.close(fd)
-    return {"seconds": elapsed, "bytes": total, "mb_per_s": total / elapsed / 1e6}
+    return drain_pty(["bash", "-c", FLOOD])
 
 
 def drain() -> dict:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import psutil
 import zmq
 from jupyter_client.manager import KernelManager
+from pty_floor import drain_pty
 
 FLOOD_LINES = 2_000_000
 FLOOD_COMMAND = f"seq 1 {FLOOD_LINES}"
@@ -250,30 +251,7 @@ def round_trip(runs: int = 30, warmup: int = 5) -> dict:
 
 def bare_pty_drain() -> dict:
     """The floor: the same command on a PTY, read in a tight os.read loop until EIO."""
-    import pty
-
-    started = time.perf_counter()
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.execvp("seq", FLOOD_COMMAND.split())
-        finally:
-            os._exit(127)
-    total = 0
-    try:
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            total += len(data)
-        elapsed = time.perf_counter() - started
-    finally:
-        os.close(fd)
-        os.waitpid(pid, 0)
-    return {"seconds": elapsed, "bytes": total}
+    return drain_pty(FLOOD_COMMAND.split())
 
 
 def _flood_in_fresh_kernel(cell: str, warm: str, *, cap: float = 60.0) -> dict:

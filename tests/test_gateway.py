@@ -29,6 +29,9 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
+from .conftest import session_processes
+from .kernel_harness import Execution
+
 STATUS_LINE = re.compile(r"\[session (\d+) running · [0-9.]+ s\]")
 
 
@@ -183,29 +186,15 @@ class Channels:
         msg_id = self.send("shell", "execute_request", {"code": code, "silent": False, "store_history": True,
                                                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
         mine = lambda m: m.get("parent_header", {}).get("msg_id") == msg_id  # noqa: E731
-        shown: list[list[str]] = []
-        by_id: dict[str, list[str]] = {}
+        messages = []
         while True:
             msg = await self.next(lambda m: mine(m) and m["channel"] == "iopub", deadline, f"the output of {code!r}")
-            kind, content = msg["header"]["msg_type"], msg["content"]
-            if kind == "status" and content["execution_state"] == "idle":
+            kind = msg["header"]["msg_type"]
+            if kind == "status" and msg["content"]["execution_state"] == "idle":
                 break
-            if kind == "stream":
-                shown.append([content["text"]])
-            elif kind in ("display_data", "execute_result"):
-                entry = [content["data"].get("text/plain", "")]
-                shown.append(entry)
-                display_id = content.get("transient", {}).get("display_id")
-                if display_id:
-                    by_id[display_id] = entry
-            elif kind == "update_display_data":
-                display_id = content.get("transient", {}).get("display_id")
-                if display_id in by_id:
-                    by_id[display_id][0] = content["data"].get("text/plain", "")
-            elif kind == "error":
-                shown.append(["\n".join(content["traceback"])])
+            messages.append({**msg, "msg_type": kind})  # the shape jupyter_client gives
         reply = await self.next(lambda m: mine(m) and m["channel"] == "shell", deadline, f"the reply to {code!r}")
-        return reply["content"], "\n".join(entry[0] for entry in shown)
+        return reply["content"], Execution(reply["content"], messages).text
 
     # -- the unified_exec comm -----------------------------------------------------
 
@@ -238,18 +227,6 @@ class Channels:
 
     def close(self) -> None:
         self.ws.close()
-
-
-def session_processes(leader: int) -> list[int]:
-    """Live processes whose session id is `leader` (everything a uexec session started)."""
-    found = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        try:
-            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getsid(proc.pid) == leader:
-                found.append(proc.pid)
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            continue
-    return found
 
 
 def alive(pid: int) -> bool:

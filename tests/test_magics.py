@@ -136,6 +136,7 @@ BAD_INPUTS = [
     ("%%uexec --shell -s 0\necho hi\n", "--shell starts a new session; it cannot go with --session"),
     ("%%uexec\necho 'unterminated\n", "cannot split the command line"),
     ("%uexec_kill", "give a session id or --all"),
+    ("%%uexec --out 2bad\necho never-run\n", "--out needs a variable name, not '2bad'"),
     ("%uexec_kill 0 --signal NOPE", "unknown signal 'NOPE'"),
 ]
 

@@ -87,3 +87,4 @@ def test_terminal_widget_from_python_and_a_clear_error_for_unknown_sessions(kern
     assert text.strip() == "0 bash --norc -i True"
     execution = kernel.execute("TerminalWidget(999)")
     assert execution.reply["status"] == "error" and "Unknown session id 999" in execution.reply["evalue"]
+

@@ -75,29 +75,23 @@ class UnifiedExecMagics(Magics):
         else:
             options_text, body = line, cell
         args = parse_argstring(self.uexec, options_text)
+        if args.out is not None and not args.out.isidentifier():
+            raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
         _wake_on_signals()
         if args.live:
-            result, interrupted = await self._collect_live(request)
-            print(status_line(result, interrupted=interrupted))
-            if args.out:
-                self._store(args.out, result)
-            return
-        view = CellOutput(raw=args.raw or args.format == "agent")
-        result, interrupted = await self._collect(request, view)
-        if args.format == "agent":
-            view.finish_text(format_for_agent(result))
+            result = await self._collect_live(request, raw=args.raw)
         else:
-            view.finish(result, interrupted=interrupted)
+            view = CellOutput(raw=args.raw or args.format == "agent")
+            result, interrupted = await self._collect(request, view)
+            if args.format == "agent":
+                view.finish_text(format_for_agent(result))
+            else:
+                view.finish(result, interrupted=interrupted)
         if args.out:
-            self._store(args.out, result)
+            self.shell.user_ns[args.out] = result
 
-    def _store(self, name: str, result: UnifiedExecResult) -> None:
-        if not name.isidentifier():
-            raise UsageError(f"--out needs a variable name, not {name!r}")
-        self.shell.user_ns[name] = result
-
-    async def _collect_live(self, request: UnifiedExecRequest) -> tuple[UnifiedExecResult, bool]:
+    async def _collect_live(self, request: UnifiedExecRequest, *, raw: bool) -> UnifiedExecResult:
         """Show the session's live view first, then wait as usual; the view shows the output."""
         if self.live_view is None:
             raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
@@ -106,7 +100,8 @@ class UnifiedExecMagics(Magics):
             # Start it without waiting, so the view appears before the program prints.
             first, _ = await self._collect(UnifiedExecRequest(None, request.input_chunks, 0), None)
             if first.session_id is None:
-                return first, False
+                CellOutput(raw=raw).finish(first)  # gone already: nothing to watch live
+                return first
             request = UnifiedExecRequest(first.session_id, (), request.timeout_ms)
         try:
             display(self.live_view(request.session_id))
@@ -115,7 +110,8 @@ class UnifiedExecMagics(Magics):
         result, interrupted = await self._collect(request, None)
         if first is not None:
             result = replace(result, output=first.output + result.output, wall_time=first.wall_time + result.wall_time)
-        return result, interrupted
+        print(status_line(result, interrupted=interrupted))
+        return result
 
     def _request(self, args, body: str) -> UnifiedExecRequest:
         if args.timeout is not None and args.timeout < 0:
@@ -185,15 +181,16 @@ class UnifiedExecMagics(Magics):
         try:
             for session_id in ids:
                 await self.manager.kill(session_id, sig)
-        except UnifiedExecError as error:
-            raise UsageError(str(error)) from None
-        except ProcessLookupError as error:
+        except (UnifiedExecError, ProcessLookupError) as error:
             raise UsageError(str(error)) from None
         if not ids:
             print("no sessions to close")
             return
-        what = f"sent {signal.Signals(sig).name if sig in signal.valid_signals() else f'signal {sig}'} to" if sig else "closed"
-        print(f"{what} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
+        if sig is None:
+            done = "closed"
+        else:
+            done = f"sent {signal.Signals(sig).name if sig in signal.valid_signals() else f'signal {sig}'} to"
+        print(f"{done} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
 
     # -- plumbing ------------------------------------------------------------
 

@@ -5,6 +5,8 @@ import signal
 
 import pytest
 
+from unified_exec_kernel.core.session import terminate_sessions
+
 from ..conftest import session_processes
 from .helpers import Reader, spawn
 
@@ -157,7 +159,7 @@ async def test_close_ends_jobs_of_an_interactive_shell():
     assert session_processes(session.pid) == []
 
 
-def test_kill_now_works_off_the_loop():
+def test_terminate_sessions_works_off_the_loop():
     async def start():
         session = spawn(["bash", "-c", "trap '' HUP; sleep 300 & wait"])
         await asyncio.sleep(0.2)
@@ -169,7 +171,7 @@ def test_kill_now_works_off_the_loop():
         # ipykernel runs shutdown on its control thread: this must not need the loop.
         import threading
 
-        thread = threading.Thread(target=session.kill_now)
+        thread = threading.Thread(target=terminate_sessions, args=([session.pid],))
         thread.start()
         thread.join(5)
         assert session_processes(session.pid) == []

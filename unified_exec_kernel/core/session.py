@@ -78,7 +78,6 @@ class PtySession:
         self._grace_timer: asyncio.TimerHandle | None = None
         self._closing: asyncio.Future[None] | None = None
         self._released = False
-        self._fd_lock = threading.Lock()
 
         spawned = spawn_pty(self.argv, env, rows, cols, backend)
         self.pid = spawned.pid
@@ -352,15 +351,10 @@ class PtySession:
             except asyncio.TimeoutError:
                 log.warning("uexec: session %s (pid %s) did not exit", self.session_id, self.pid)
 
-    def kill_now(self, grace: float = 0.2) -> None:
-        """Thread-safe, blocking variant of `close` for shutdown paths off the loop (no fd work)."""
-        terminate_sessions([self.pid], grace)
-
     def _release(self) -> None:
-        with self._fd_lock:
-            if self._released:
-                return
-            self._released = True
+        if self._released:
+            return
+        self._released = True
         if self._grace_timer is not None:
             self._grace_timer.cancel()
         self._loop.remove_reader(self._fd)

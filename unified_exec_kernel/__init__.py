@@ -11,6 +11,10 @@ __version__ = "0.1.0"
 __all__ = [*_core_names, "__version__", "load_ipython_extension", "unload_ipython_extension"]
 
 
+def _jupyter_server_extension_points():
+    return [{"module": "unified_exec_kernel.server_extension"}]
+
+
 def load_ipython_extension(ipython):  # pragma: no cover - exercised through real kernels
     from .extension import load_ipython_extension as load
 

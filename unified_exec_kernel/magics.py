@@ -123,7 +123,7 @@ class UnifiedExecMagics(Magics):
             if args.shell:
                 if not body.strip():
                     raise UsageError("--shell needs a script in the cell body")
-                argv = [self.shell_program, "-c", body]
+                argv = [self.shell_program, "-c", body.rstrip("\n")]
             else:
                 try:
                     argv = shlex.split(body)

@@ -70,6 +70,9 @@ export class SessionTerminal extends Widget {
       }
     });
     this._resizeObserver = new ResizeObserver(() => this._scheduleFit());
+    // Several views may show one session; the one being typed into gives the
+    // PTY its size, even if another view resized it since.
+    this.node.addEventListener('focusin', () => this._reclaimSize());
   }
 
   dispose(): void {
@@ -153,6 +156,13 @@ export class SessionTerminal extends Widget {
     if (!text) {
       return;
     }
+    if (!this._frame) {
+      // Leading edge: after a quiet frame, write at once (a keystroke's echo
+      // must not wait a frame); the rest of this frame's output is batched.
+      this._term.write(text);
+      this._frame = requestAnimationFrame(() => this._flush());
+      return;
+    }
     this._pending.push(text);
     this._pendingChars += text.length;
     if (this._pendingChars > MAX_PENDING_CHARS) {
@@ -172,6 +182,11 @@ export class SessionTerminal extends Widget {
     }
   }
 
+  private _reclaimSize(): void {
+    this._sentSize = '';
+    this._scheduleFit();
+  }
+
   private _scheduleFit(): void {
     window.clearTimeout(this._fitTimer);
     this._fitTimer = window.setTimeout(() => this._fitAndResize(), FIT_DELAY_MS);
@@ -182,7 +197,13 @@ export class SessionTerminal extends Widget {
     // fitting that would shrink the PTY to 1x2: keep the size until it shows.
     const { clientWidth, clientHeight } = this.node;
     if (!this._opened || clientWidth === 0 || clientHeight === 0) {
+      this._hidden = true;
       return;
+    }
+    if (this._hidden) {
+      // Shown again: another view may have resized the PTY meanwhile.
+      this._hidden = false;
+      this._sentSize = '';
     }
     this._fit.fit();
     const rows = clamp(this._term.rows);
@@ -207,6 +228,7 @@ export class SessionTerminal extends Widget {
   private _fitTimer = 0;
   private _reattachTimer = 0;
   private _sentSize = '';
+  private _hidden = false;
 }
 
 function clamp(n: number): number {

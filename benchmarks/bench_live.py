@@ -1,0 +1,929 @@
+"""Live-view benchmarks: keystroke to echo, and a flood in the browser, against floors measured in the same run.
+
+    python benchmarks/bench_live.py                          # all cases
+    python benchmarks/bench_live.py keys_kernel flood_view   # some
+    python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
+
+Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
+p99, in-kernel and in the browser (goals: <= 5 ms and <= 30 ms p50); a live
+view of `yes` for 10 s: messages per second to the browser and the page's
+responsiveness.
+
+- keys_kernel: jupyter_client against a real `uexec` kernel. A `cat` session
+  on a PTY in canonical mode, attached on a `unified_exec` comm: the line
+  discipline echoes each typed character at once, so each single-character
+  `input` is timed from the send to the live `data` event that carries its
+  echo. Keys are paced 50 ms apart (a fast typist; more than the feed's 33 ms
+  frame, so each echo takes the leading-edge flush). The floor is the same
+  comm's `list` -> `sessions` round trip; a burst of keys every 20 ms (faster
+  than a frame) shows what per-frame batching costs.
+- keys_browser: JupyterLab + Chromium, a notebook on the `uexec` kernel,
+  `%%uexec --live -t 500` + `cat`, keys typed into the `.uexec-terminal` by
+  Playwright. Timed in the page: from the keydown event's timeStamp to the
+  MutationObserver callback that sees the echo in xterm's DOM rows (painted
+  in that frame), so no Playwright round trip is in the figure. A wrapped
+  WebSocket splits it: keydown -> `input` frame sent -> `data` frame received
+  -> DOM. The floor is a kernel_info_request sent over the same websocket
+  (server and kernel, nothing of unified_exec). `--without-nodelay` disables
+  the package's server extension (unified_exec_kernel/server_extension.py,
+  TCP_NODELAY on kernel websockets), to show what Nagle plus the browser's
+  delayed ACK cost the echo, which follows a `status` frame.
+- flood_view: `%%uexec --live -t 100` + `yes` in the same page for 10 s:
+  kernel-channel websocket frames (Playwright `framereceived`), comm messages
+  and bytes per second beside the Jupyter server's iopub limits (1000 msgs/s;
+  1 MB/s, which the server applies to `stream` output only), whether the
+  server rate-limited (its log, and the "IOPub ... rate exceeded" stream it
+  sends the page), and the page's responsiveness: requestAnimationFrame gaps
+  and long tasks, and keydown -> character in a CodeMirror cell for keys typed
+  into another cell during the flood; both beside the same figures taken
+  just before the flood.
+
+Figures are percentiles (p50 first) because the machine's few cores are
+shared; the header prints its load. Every process started (the kernel, the
+server and its kernels and sessions, Playwright and Chromium) is stopped at
+the end, even on error, and anything found still running is killed and named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import shutil
+import signal
+import socket
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+import psutil
+from jupyter_client.manager import KernelManager
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+KERNEL_KEYS = 300
+KERNEL_KEY_GAP_S = 0.050
+FLOOR_RUNS = 100
+BURST_KEYS = 100
+BURST_GAP_S = 0.020
+BROWSER_KEYS = 100
+BROWSER_KEY_GAP_S = 0.100
+BROWSER_FLOOR_RUNS = 30
+LINE_KEYS = 25  # keys per line before Ctrl-U erases it, so the screen only ever holds the line being typed
+FLOOD_S = 10.0
+FLOOD_KEYS = 20
+BASELINE_S = 3.0
+BASELINE_KEYS = 15
+SERVER_MSG_LIMIT = 1000
+SERVER_DATA_LIMIT = 1_000_000
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+]
+
+
+def _pct(values: list[float], p: int) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[p - 1]
+
+
+def _summary(values_s: list[float]) -> dict:
+    ms = [v * 1000 for v in values_s]
+    return {"n": len(ms), "p50": _pct(ms, 50), "p90": _pct(ms, 90), "p99": _pct(ms, 99), "max": max(ms)}
+
+
+def _fmt(s: dict) -> str:
+    return f"p50 {s['p50']:.1f} ms, p90 {s['p90']:.1f}, p99 {s['p99']:.1f} (max {s['max']:.1f}; n={s['n']})"
+
+
+def _goal(value: float, goal: float) -> str:
+    if value <= goal:
+        return f"met ({value / goal:.2f}x the goal)"
+    return f"MISSED by {value - goal:.1f} ms ({value / goal:.2f}x)"
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _count_named(pid: int, name: str) -> int:
+    """How many processes under `pid` are called `name` (one may end while we look)."""
+    count = 0
+    for proc in _descendants(pid):
+        try:
+            count += proc.name() == name
+        except psutil.Error:
+            pass
+    return count
+
+
+def _kill_all(procs: list[psutil.Process]) -> None:
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                proc.kill()
+        except psutil.Error:
+            pass
+
+
+# -- keys_kernel: jupyter_client against a real kernel ------------------------------
+
+
+class CommKernel:
+    """A `uexec` kernel with one `unified_exec` comm open, read as a front end would (after tests/kernel_harness.py)."""
+
+    def __init__(self):
+        self._stderr = tempfile.TemporaryFile()
+        self.manager = KernelManager(kernel_name="uexec")
+        self.client = None
+        self.pid = None
+        self.manager.start_kernel(stderr=self._stderr)
+        self.pid = self.manager.provisioner.process.pid
+        self.client = self.manager.blocking_client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+        self.comm_id = uuid.uuid4().hex
+        self.client.shell_channel.send(
+            self.client.session.msg("comm_open", {"comm_id": self.comm_id, "target_name": "unified_exec", "data": {}})
+        )
+        self.wait(lambda d: d["type"] == "hello")
+
+    def send(self, data: dict) -> None:
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": self.comm_id, "data": data}))
+
+    def next(self, timeout: float) -> dict | None:
+        """The next message on our comm within `timeout` s (None if none)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return None
+            try:
+                msg = self.client.iopub_channel.get_msg(timeout=remaining)
+            except queue.Empty:
+                return None
+            if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == self.comm_id:
+                return msg["content"]["data"]
+
+    def wait(self, until, timeout: float = 20) -> dict:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            data = self.next(deadline - time.perf_counter())
+            if data is not None and until(data):
+                return data
+        raise AssertionError("timed out waiting on the comm")
+
+    def close(self) -> None:
+        left = _descendants(self.pid) if self.pid else []
+        try:
+            if self.client is not None:
+                self.client.stop_channels()
+            if self.manager.has_kernel:
+                self.manager.shutdown_kernel(now=True)
+        finally:
+            _kill_all(left)
+            self._stderr.seek(0)
+            for line in self._stderr.read().decode(errors="replace").splitlines():
+                if line.strip() and "running over TCP without encryption" not in line:
+                    print(f"[uexec kernel stderr] {line}", file=sys.stderr)
+            self._stderr.close()
+
+
+def keys_kernel() -> dict:
+    kernel = CommKernel()
+    try:
+        kernel.send(
+            {"type": "exec", "request_id": "start", "session_id": None, "input_chunks": ["cat"], "timeout_ms": 0}
+        )
+        sid = kernel.wait(lambda d: d.get("request_id") == "start" and d["type"] in ("result", "error"))["session_id"]
+        assert isinstance(sid, int), sid
+        kernel.send({"type": "attach", "request_id": "attach", "session_id": sid})
+        attached = kernel.wait(lambda d: d["type"] == "attached")
+        end = attached["offset"]
+        # `cat` printed nothing: an empty scrollback means no replay; drain anything that came anyway.
+        while (data := kernel.next(0.3)) is not None:
+            if data["type"] == "data":
+                end = max(end, data["end"])
+
+        rng = random.Random(4)
+        paced = []
+        for index in range(KERNEL_KEYS):
+            key = rng.choice(string.ascii_lowercase)
+            started = time.perf_counter()
+            kernel.send({"type": "input", "session_id": sid, "data": key})
+            want = end + 1
+            while True:
+                data = kernel.next(5)
+                assert data is not None, f"no echo for key {index}"
+                if data["type"] == "data" and data["request_id"] is None and data["end"] >= want:
+                    assert data["data"].endswith(key), data
+                    paced.append(time.perf_counter() - started)
+                    end = data["end"]
+                    break
+            if (index + 1) % LINE_KEYS == 0:  # keep the tty's line short: Ctrl-U erases it (echoed as \b \b)
+                kernel.send({"type": "input", "session_id": sid, "data": "\x15"})
+                erased = kernel.wait(lambda d: d["type"] == "data")
+                end = erased["end"]
+                while (data := kernel.next(0.02)) is not None:
+                    end = max(end, data.get("end", end))
+            time.sleep(max(0.0, started + KERNEL_KEY_GAP_S - time.perf_counter()))
+
+        floor = []
+        for index in range(FLOOR_RUNS):
+            started = time.perf_counter()
+            kernel.send({"type": "list", "request_id": f"l{index}"})
+            kernel.wait(lambda d: d["type"] == "sessions" and d["request_id"] == f"l{index}", timeout=5)
+            floor.append(time.perf_counter() - started)
+            time.sleep(max(0.0, started + 0.02 - time.perf_counter()))
+
+        # A burst: a key every 20 ms without waiting for the echo; each byte's echo time from the event carrying it.
+        # (The paced keys ended on a Ctrl-U, so the line is empty.)
+        while (data := kernel.next(0.1)) is not None:
+            end = max(end, data.get("end", end))
+        base, sent, echoed = end, [], {}
+        t0 = time.perf_counter()
+        while len(echoed) < BURST_KEYS:
+            now = time.perf_counter()
+            if len(sent) < BURST_KEYS and now >= t0 + len(sent) * BURST_GAP_S:
+                sent.append(time.perf_counter())
+                kernel.send({"type": "input", "session_id": sid, "data": "x"})
+                continue
+            wait = (t0 + len(sent) * BURST_GAP_S - now) if len(sent) < BURST_KEYS else 5
+            data = kernel.next(max(wait, 0.0005))
+            if data is None:
+                if len(sent) == BURST_KEYS:
+                    raise AssertionError(f"burst: {len(echoed)} of {BURST_KEYS} echoes")
+                continue
+            if data["type"] == "data":
+                got = time.perf_counter()
+                for position in range(max(data["offset"], base), data["end"]):
+                    echoed.setdefault(position - base, got)
+        burst = [echoed[i] - sent[i] for i in range(BURST_KEYS)]
+        kernel.send({"type": "kill", "request_id": "kill", "session_id": sid})
+        kernel.wait(lambda d: d.get("request_id") == "kill")
+    finally:
+        kernel.close()
+    return {"paced": _summary(paced), "floor": _summary(floor), "burst": _summary(burst)}
+
+
+# -- JupyterLab + Chromium ----------------------------------------------------------
+
+NOTEBOOK_CELLS = [
+    "%%uexec --live -t 500\ncat",  # 0: keys_browser's terminal
+    "",  # 1: where keys are typed during the flood
+    "%%uexec --live -t 100\nyes",  # 2: the flood
+    "%uexec_kill --all",  # 3: stops it
+]
+
+# Wraps WebSocket before JupyterLab loads: the time each `input` leaves and each `data` event arrives.
+WS_INIT_SCRIPT = r"""
+(() => {
+  const Original = window.WebSocket;
+  const log = window.__wsLog = { on: false, sent: [], recv: [], sockets: [], waitFor: null };
+  const decoder = new TextDecoder();
+  const text = d => typeof d === 'string' ? d
+    : (d instanceof ArrayBuffer || ArrayBuffer.isView(d)) ? decoder.decode(d) : '';
+  const field = (s, re) => { let m, last = null; while ((m = re.exec(s)) !== null) last = m[1]; return last; };
+  class BenchWebSocket extends Original {
+    constructor(...args) {
+      super(...args);
+      log.sockets.push(this);
+      this.addEventListener('message', ev => {
+        if (!log.on && !log.waitFor) return;
+        const t = performance.now();
+        const s = text(ev.data);
+        if (log.waitFor && s.includes(log.waitFor.id) && /"msg_type":\s*"kernel_info_reply"/.test(s)) {
+          const w = log.waitFor;
+          log.waitFor = null;
+          w.resolve(t);
+        }
+        if (!log.on) return;
+        if (/"type":\s*"data"/.test(s)) log.recv.push({ t, d: field(s, /"data":\s*"((?:[^"\\]|\\.)*)"/g) });
+      });
+    }
+    send(data) {
+      if (log.on) {
+        const t = performance.now();
+        const s = text(data);
+        if (/"type":\s*"input"/.test(s)) log.sent.push({ t, d: field(s, /"data":\s*"((?:[^"\\]|\\.)*)"/g) });
+      }
+      return super.send(data);
+    }
+  }
+  window.WebSocket = BenchWebSocket;
+})();
+"""
+
+# The page's floor: kernel_info_request -> reply over JupyterLab's own kernel websocket (v1 binary protocol),
+# the same server path as the keys but nothing of unified_exec in it. Times in ms.
+KERNEL_INFO_JS = r"""
+async ([n, gapMs]) => {
+  const log = window.__wsLog;
+  const ws = log.sockets.filter(s => s.readyState === 1 && s.url.includes('/channels')).pop();
+  if (!ws) throw new Error('no open kernel websocket');
+  const enc = new TextEncoder();
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const id = `bench-kernel-info-${i}-${Math.random().toString(36).slice(2)}`;
+    const header = { msg_id: id, msg_type: 'kernel_info_request', username: 'bench', session: 'bench',
+                     date: new Date().toISOString(), version: '5.4' };
+    const parts = ['shell', JSON.stringify(header), '{}', '{}', '{}'].map(p => enc.encode(p));
+    const head = 8 * (1 + parts.length + 1);
+    const offsets = [head];
+    for (const p of parts) offsets.push(offsets[offsets.length - 1] + p.length);
+    const buf = new Uint8Array(offsets[offsets.length - 1]);
+    const view = new DataView(buf.buffer);
+    view.setBigUint64(0, BigInt(offsets.length), true);
+    offsets.forEach((o, k) => view.setBigUint64(8 * (k + 1), BigInt(o), true));
+    let at = head;
+    for (const p of parts) { buf.set(p, at); at += p.length; }
+    const reply = new Promise(resolve => { log.waitFor = { id, resolve }; });
+    const timeout = new Promise(resolve => setTimeout(() => resolve(null), 5000));
+    const t0 = performance.now();
+    ws.send(buf.buffer);
+    const t1 = await Promise.race([reply, timeout]);
+    log.waitFor = null;
+    if (t1 === null) throw new Error('no kernel_info_reply within 5 s');
+    times.push(t1 - t0);
+    await new Promise(r => setTimeout(r, gapMs));
+  }
+  return times;
+}
+"""
+
+# A key probe on one element: keydown (capture, on the document) -> the first mutation after which the element's
+# text holds the expected prefix.
+KEY_PROBE_JS = r"""
+([name, selector]) => {
+  const el = document.querySelector(selector);
+  if (!el) throw new Error('no element ' + selector);
+  window.__keys = window.__keys || {};
+  const probe = window.__keys[name] = { expect: null, done: 0, keys: [] };
+  document.addEventListener('keydown', e => {
+    const x = probe.expect;
+    if (x && x.down === undefined && e.key === x.ch) { x.down = e.timeStamp; x.handler = performance.now(); }
+  }, true);
+  new MutationObserver(() => {
+    const x = probe.expect;
+    if (x && x.down !== undefined && x.seen === undefined && el.textContent.includes(x.prefix)) {
+      x.seen = performance.now();
+      probe.done++;
+    }
+  }).observe(el, { subtree: true, childList: true, characterData: true });
+  return true;
+}
+"""
+
+FRAME_PROBE_JS = r"""
+() => {
+  const probe = window.__frames = { gaps: [], last: null, running: true, long: [], start: performance.now() };
+  const tick = t => {
+    if (!probe.running) return;
+    if (probe.last !== null) probe.gaps.push(t - probe.last);
+    probe.last = t;
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+  probe.observer = new PerformanceObserver(list => {
+    for (const e of list.getEntries()) probe.long.push([e.startTime - probe.start, e.duration]);
+  });
+  probe.observer.observe({ type: 'longtask' });
+  return true;
+}
+"""
+
+FRAME_STOP_JS = r"""
+() => {
+  const probe = window.__frames;
+  probe.running = false;
+  probe.observer.disconnect();
+  return { gaps: probe.gaps, long: probe.long };
+}
+"""
+
+
+# `--without-nodelay`: run the server without this package's server extension (Nagle left on).
+WITHOUT_NODELAY = False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _parse_frame(payload) -> tuple[str, str, dict | None]:
+    """(channel, msg_type, content) of a kernel websocket frame: v1 binary protocol or legacy JSON."""
+    try:
+        if isinstance(payload, (bytes, bytearray)):
+            count = int.from_bytes(payload[:8], "little")
+            offsets = [int.from_bytes(payload[8 * (i + 1): 8 * (i + 2)], "little") for i in range(count)]
+            parts = [payload[offsets[i]: offsets[i + 1]] for i in range(count - 1)]
+            channel = parts[0].decode()
+            header = json.loads(parts[1])
+            content = json.loads(parts[4]) if header["msg_type"] in ("comm_msg", "stream") else None
+            return channel, header["msg_type"], content
+        msg = json.loads(payload)
+        return msg.get("channel", ""), msg["header"]["msg_type"], msg.get("content")
+    except (ValueError, KeyError, IndexError, UnicodeDecodeError):
+        return "", "", None
+
+
+class Lab:
+    """A throwaway JupyterLab server and a headless Chromium page on one notebook; `close()` ends all of it."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="bench_live_")
+        self.proc = None
+        self.playwright = None
+        self.browser = None
+        self.page = None
+        self.counting = False
+        self.frames = {"frames": 0, "bytes": 0, "comm_msg": 0, "comm_bytes": 0, "data_events": 0, "data_chars": 0,
+                       "skipped": 0, "rate_exceeded": 0, "per_second": {}}
+        self._count_started = 0.0
+        self._log = None
+
+    def start(self) -> None:
+        started = time.perf_counter()
+        root = os.path.join(self.tmp, "root")
+        os.makedirs(root)
+        notebook = {
+            "cells": [
+                {"cell_type": "code", "execution_count": None, "id": f"cell{i}", "metadata": {}, "outputs": [],
+                 "source": src}
+                for i, src in enumerate(NOTEBOOK_CELLS)
+            ],
+            "metadata": {"kernelspec": {"name": "uexec", "display_name": "Python 3 (uexec)", "language": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+        with open(os.path.join(root, "bench_live.ipynb"), "w") as f:
+            json.dump(notebook, f)
+        env = dict(os.environ)
+        for var, sub in (("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                         ("JUPYTER_RUNTIME_DIR", "runtime")):
+            env[var] = os.path.join(self.tmp, sub)
+            os.makedirs(env[var])
+        # No "get notified about Jupyter news?" toast over the page.
+        notification = os.path.join(env["JUPYTERLAB_SETTINGS_DIR"], "@jupyterlab", "apputils-extension")
+        os.makedirs(notification)
+        with open(os.path.join(notification, "notification.jupyterlab-settings"), "w") as f:
+            json.dump({"fetchNews": "false"}, f)
+        extra = []
+        if WITHOUT_NODELAY:
+            extra.append("--ServerApp.jpserver_extensions=unified_exec_kernel=False")
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = os.path.join(self.tmp, "server.log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [
+                os.path.join(os.path.dirname(sys.executable), "jupyter-lab"), "--no-browser", "--allow-root",
+                "--ip=127.0.0.1", f"--port={self.port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
+                "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
+                "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *extra,
+            ],
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self._api("GET", "/api/status")
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"jupyter lab did not start; see {self.log_path}:\n{self.server_log()[-2000:]}")
+                time.sleep(0.2)
+        self.server_s = time.perf_counter() - started
+
+        from playwright.sync_api import sync_playwright
+
+        self.playwright = sync_playwright().start()
+        self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        self.chromium_version = self.browser.version
+        self.page = self.browser.new_page(viewport={"width": 1400, "height": 1200})
+        self.page.add_init_script(WS_INIT_SCRIPT)
+        self.page.on("websocket", self._on_websocket)
+        self.page.goto(f"{self.base}/lab/tree/bench_live.ipynb?reset", wait_until="domcontentloaded", timeout=60_000)
+        self.page.locator(".jp-Notebook .jp-Cell").nth(len(NOTEBOOK_CELLS) - 1).wait_for(timeout=60_000)
+        self.page.wait_for_function(
+            "() => { const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+            " return s && s.getAttribute('data-status') === 'idle'; }",
+            timeout=60_000,
+        )
+        # Tag the cells, so page-side probes can select one by index.
+        self.page.evaluate(
+            "() => document.querySelectorAll('.jp-Notebook .jp-Cell').forEach((c, i) => { c.dataset.benchCell = i; })"
+        )
+        self.startup_s = time.perf_counter() - started
+
+    # -- the server ----------------------------------------------------------
+
+    def _api(self, method: str, path: str):
+        request = urllib.request.Request(self.base + path, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def server_log(self) -> str:
+        self._log.flush()
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    # -- the page ------------------------------------------------------------
+
+    def _on_websocket(self, ws) -> None:
+        if "/api/kernels/" in ws.url and "channels" in ws.url:
+            ws.on("framereceived", self._on_frame)
+
+    def _on_frame(self, payload) -> None:
+        if not self.counting:
+            return
+        f = self.frames
+        size = len(payload) if isinstance(payload, (bytes, bytearray)) else len(payload.encode())
+        f["frames"] += 1
+        f["bytes"] += size
+        second = int(time.perf_counter() - self._count_started)
+        f["per_second"][second] = f["per_second"].get(second, 0) + 1
+        channel, msg_type, content = _parse_frame(payload)
+        if msg_type == "comm_msg":
+            f["comm_msg"] += 1
+            f["comm_bytes"] += size
+            inner = ((content or {}).get("data") or {}).get("content") or {}
+            if isinstance(inner, dict) and inner.get("type") == "data":
+                f["data_events"] += 1
+                f["data_chars"] += len(inner.get("data", ""))
+                f["skipped"] += inner.get("skipped", 0) or 0
+        elif msg_type == "stream" and "rate exceeded" in (content or {}).get("text", ""):
+            f["rate_exceeded"] += 1
+
+    def start_counting(self) -> None:
+        for key in self.frames:
+            self.frames[key] = {} if key == "per_second" else 0
+        self._count_started = time.perf_counter()
+        self.counting = True
+
+    def run_cell(self, index: int) -> None:
+        """Click into the cell and press Shift+Enter, until its prompt shows it queued or run."""
+        cell = self.page.locator(f'[data-bench-cell="{index}"]')
+        for attempt in range(3):
+            cell.locator(".jp-InputArea-editor").click()
+            self.page.keyboard.press("Shift+Enter")
+            try:
+                self.page.wait_for_function(
+                    "i => document.querySelector(`[data-bench-cell=\"${i}\"] .jp-InputPrompt`)"
+                    ".textContent.trim() !== '[ ]:'",
+                    arg=index, timeout=10_000,
+                )
+                return
+            except PlaywrightTimeout:
+                if attempt == 2:
+                    raise
+
+    def key_probe(self, name: str, selector: str) -> None:
+        self.page.evaluate(KEY_PROBE_JS, [name, selector])
+
+    def timed_key(self, name: str, key: str, prefix: str, timeout_ms: float = 5000) -> dict:
+        """Press one key; returns the probe's record once the prefix shows (times in page ms)."""
+        self.page.evaluate(
+            "([n, ch, prefix]) => { const p = window.__keys[n]; p.expect = { ch, prefix }; p.keys.push(p.expect); }",
+            [name, key, prefix],
+        )
+        done = self.page.evaluate("n => window.__keys[n].done", name)
+        self.page.keyboard.press(key)
+        self.page.wait_for_function("([n, d]) => window.__keys[n].done > d", arg=[name, done], timeout=timeout_ms,
+                                    polling=5)
+        return self.page.evaluate("n => window.__keys[n].expect", name)
+
+    def close(self) -> None:
+        """Browser, then every kernel through the API, then the server; then anything left under it."""
+        left = _descendants(self.proc.pid) if self.proc is not None else []
+        for step in (lambda: self.browser and self.browser.close(), lambda: self.playwright and self.playwright.stop()):
+            try:
+                step()
+            except Exception as error:
+                print(f"warning: closing the browser failed: {error!r}", file=sys.stderr)
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                for kernel in self._api("GET", "/api/kernels") or []:
+                    self._api("DELETE", f"/api/kernels/{kernel['id']}")
+            except Exception as error:
+                print(f"warning: deleting kernels failed: {error!r}", file=sys.stderr)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        _kill_all(left)
+        if self._log is not None:
+            self._log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+_lab: Lab | None = None
+
+
+def _get_lab() -> Lab:
+    global _lab
+    if _lab is None:
+        _lab = Lab()  # kept before it starts, so a failed start is still closed
+        _lab.start()
+    return _lab
+
+
+def _start_terminal(lab: Lab, cell: int) -> str:
+    lab.run_cell(cell)
+    selector = f'[data-bench-cell="{cell}"] .uexec-terminal .xterm-rows'
+    lab.page.locator(selector).wait_for(state="attached", timeout=60_000)
+    return selector
+
+
+def keys_browser() -> dict:
+    lab = _get_lab()
+    page = lab.page
+    rows = _start_terminal(lab, 0)
+    terminal = rows.replace(" .xterm-rows", "")
+    page.wait_for_timeout(600)  # the cell's 500 ms wait ends; the view stays live
+    page.locator(terminal).click()
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
+        timeout=5000,
+    )
+    cells_before = page.locator(".jp-Notebook .jp-Cell").count()
+    lab.key_probe("term", rows)
+    page.evaluate("() => { window.__wsLog.on = true; }")
+    rng = random.Random(5)
+    records, prefix = [], ""
+    for index in range(BROWSER_KEYS):
+        key = rng.choice(string.ascii_lowercase)
+        prefix += key
+        started = time.perf_counter()
+        records.append(lab.timed_key("term", key, prefix))
+        if (index + 1) % LINE_KEYS == 0:
+            page.keyboard.press("Control+u")
+            page.wait_for_function("([sel, p]) => !document.querySelector(sel).textContent.includes(p)",
+                                   arg=[rows, prefix], timeout=5000, polling=5)
+            prefix = ""
+        time.sleep(max(0.0, started + BROWSER_KEY_GAP_S - time.perf_counter()))
+    log = page.evaluate(
+        "() => { window.__wsLog.on = false; return { sent: window.__wsLog.sent, recv: window.__wsLog.recv }; }"
+    )
+    floor = page.evaluate(KERNEL_INFO_JS, [BROWSER_FLOOR_RUNS, BROWSER_KEY_GAP_S * 1000])
+    assert page.locator(".jp-Notebook .jp-Cell").count() == cells_before, "a key reached a notebook shortcut"
+
+    total, to_send, round_trip, to_dom = [], [], [], []
+    for record in records:
+        total.append((record["seen"] - record["down"]) / 1000)
+        sent = next((s for s in log["sent"] if s["t"] >= record["down"] - 1 and s["d"] == record["ch"]), None)
+        recv = next((r for r in log["recv"] if sent and r["t"] >= sent["t"] and record["ch"] in (r["d"] or "")), None)
+        if sent and recv and recv["t"] <= record["seen"]:
+            to_send.append((sent["t"] - record["down"]) / 1000)
+            round_trip.append((recv["t"] - sent["t"]) / 1000)
+            to_dom.append((record["seen"] - recv["t"]) / 1000)
+    return {
+        "total": _summary(total),
+        "to_send": _summary(to_send) if to_send else None,
+        "round_trip": _summary(round_trip) if round_trip else None,
+        "to_dom": _summary(to_dom) if to_dom else None,
+        "handler_delay": _summary([(r["handler"] - r["down"]) / 1000 for r in records]),
+        "floor": _summary([t / 1000 for t in floor]),
+    }
+
+
+def _frame_window(lab: Lab, seconds: float, keys: int, rng: random.Random, prefix: str) -> dict:
+    """Run the frame probe for `seconds` while typing `keys` keys, evenly spread, into the cell editor."""
+    page = lab.page
+    page.evaluate(FRAME_PROBE_JS)
+    started = time.perf_counter()
+    typed = []
+    for index in range(keys):
+        at = started + (index + 0.5) * seconds / keys
+        time.sleep(max(0.0, at - time.perf_counter()))
+        key = rng.choice(string.ascii_lowercase)
+        prefix += key
+        record = lab.timed_key("cell", key, prefix, timeout_ms=10_000)
+        typed.append((record["seen"] - record["down"]) / 1000)
+    while (left := started + seconds - time.perf_counter()) > 0:
+        page.wait_for_timeout(min(left, 0.25) * 1000)  # lets Playwright deliver websocket events
+    elapsed = time.perf_counter() - started
+    frames = page.evaluate(FRAME_STOP_JS)
+    gaps = frames["gaps"]
+    longest = max(frames["long"], key=lambda entry: entry[1], default=(0.0, 0.0))
+    return {
+        "seconds": elapsed,
+        "prefix": prefix,
+        "keys": _summary(typed),
+        "fps": len(gaps) / elapsed,
+        "gap_p50": _pct(gaps, 50),
+        "gap_p99": _pct(gaps, 99),
+        "gap_max": max(gaps),
+        "long_tasks": len(frames["long"]),
+        "long_ms": sum(duration for _, duration in frames["long"]),
+        "longest_ms": longest[1],
+        "longest_at_s": longest[0] / 1000,
+    }
+
+
+def flood_view() -> dict:
+    lab = _get_lab()
+    page = lab.page
+    rng = random.Random(6)
+    cell_sel = '[data-bench-cell="1"] .cm-content'
+    page.locator(cell_sel).click()
+    lab.key_probe("cell", cell_sel)
+    before = _frame_window(lab, BASELINE_S, BASELINE_KEYS, rng, "")
+    log_before = len(lab.server_log())
+
+    yes_rows = _start_terminal(lab, 2)
+    page.wait_for_function("sel => document.querySelector(sel).textContent.includes('y')", arg=yes_rows, timeout=20_000)
+    page.locator(cell_sel).click()  # back to the other cell: keys typed there during the flood
+    lab.start_counting()
+    during = _frame_window(lab, FLOOD_S, FLOOD_KEYS, rng, before["prefix"])
+    lab.counting = False
+    counted = dict(lab.frames)
+    window = time.perf_counter() - lab._count_started
+
+    yes_before = _count_named(lab.proc.pid, "yes")
+    lab.run_cell(3)
+    stopped = time.perf_counter()
+    yes_left = True
+    while time.perf_counter() - stopped < 15:
+        yes_left = _count_named(lab.proc.pid, "yes") > 0
+        if not yes_left:
+            break
+        page.wait_for_timeout(100)
+    stop_s = time.perf_counter() - stopped
+    server_log = lab.server_log()[log_before:]
+    limited_lines = [
+        line for line in server_log.splitlines() if "rate exceeded" in line or "iopub messages resumed" in line
+    ]
+    page_says = sum(page.locator(f"text=IOPub {kind} rate exceeded").count() for kind in ("message", "data"))
+    per_second = [counted["per_second"].get(s, 0) for s in range(int(window))]
+    return {
+        "before": before,
+        "during": during,
+        "window": window,
+        "counted": counted,
+        "max_per_second": max(per_second) if per_second else 0,
+        "yes_before": yes_before,
+        "server_limited": limited_lines,
+        "page_rate_notice": page_says,
+        "yes_stopped": not yes_left,
+        "stop_s": stop_s,
+    }
+
+
+CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "flood_view": flood_view}
+
+
+# -- report ----------------------------------------------------------------------
+
+
+def report_keys_kernel(f: dict) -> None:
+    paced, floor, burst = f["paced"], f["floor"], f["burst"]
+    print(
+        f"keys in-kernel (jupyter_client, `cat` on a PTY, comm input -> live data echo), {paced['n']} keys every "
+        f"{KERNEL_KEY_GAP_S * 1000:.0f} ms: {_fmt(paced)}: goal <= 5 ms p50 {_goal(paced['p50'], 5)}; "
+        f"floor, comm list -> sessions: p50 {floor['p50']:.1f} ms (p99 {floor['p99']:.1f}): "
+        f"{paced['p50'] / floor['p50']:.2f}x the floor; burst of {burst['n']} keys every {BURST_GAP_S * 1000:.0f} ms "
+        f"(faster than a 33 ms frame): p50 {burst['p50']:.1f} ms, p99 {burst['p99']:.1f}"
+    )
+
+
+def report_keys_browser(f: dict) -> None:
+    total, floor = f["total"], f["floor"]
+    parts = ""
+    if f["to_send"]:
+        parts = (
+            f"; split, p50: keydown -> input frame sent {f['to_send']['p50']:.1f} ms, sent -> echo frame received "
+            f"{f['round_trip']['p50']:.1f} ms (p99 {f['round_trip']['p99']:.1f}), received -> in the DOM "
+            f"{f['to_dom']['p50']:.1f} ms (p99 {f['to_dom']['p99']:.1f}) [n={f['to_send']['n']}]; floor, the same "
+            f"websocket's kernel_info round trip (no uexec; a shell reply, not queued behind an iopub status frame) "
+            f"p50 {floor['p50']:.1f} ms (p99 {floor['p99']:.1f}; n={floor['n']}): echo frame "
+            f"{f['round_trip']['p50'] / floor['p50']:.2f}x that floor"
+        )
+    print(
+        f"keys in the browser (JupyterLab + Chromium {_lab.chromium_version if _lab else '?'}, %%uexec --live `cat`, "
+        f"keydown timeStamp -> echo in xterm's DOM rows), {total['n']} keys every >= "
+        f"{BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}: goal <= 30 ms p50 {_goal(total['p50'], 30)}{parts}; "
+        f"keydown queueing p50 {f['handler_delay']['p50']:.1f} ms"
+    )
+
+
+def _long_tasks(w: dict) -> str:
+    if not w["long_tasks"]:
+        return "no long tasks"
+    return (
+        f"long tasks {w['long_tasks']} ({w['long_ms']:.0f} ms in {w['seconds']:.1f} s; longest "
+        f"{w['longest_ms']:.0f} ms at +{w['longest_at_s']:.1f} s)"
+    )
+
+
+def report_flood_view(f: dict) -> None:
+    c, window, before, during = f["counted"], f["window"], f["before"], f["during"]
+    msgs, comm = c["frames"] / window, c["comm_msg"] / window
+    byte_rate = c["bytes"] / window
+    limited = "; ".join(sorted(set(line.strip()[-80:] for line in f["server_limited"]))) or "none"
+    print(
+        f"flood view, %%uexec --live `yes` for {window:.1f} s in the page: {msgs:.1f} kernel ws frames/s "
+        f"(comm_msg {comm:.1f}/s, busiest second {f['max_per_second']} frames) = {msgs / SERVER_MSG_LIMIT:.3f}x the "
+        f"server's {SERVER_MSG_LIMIT} msgs/s; {byte_rate / 1e3:.0f} KB/s of frames "
+        f"({c['data_chars'] / window / 1e3:.0f} KB/s terminal text, {c['skipped'] / window / 1e6:.1f} MB/s skipped "
+        f"by the kernel) = {byte_rate / SERVER_DATA_LIMIT:.3f}x 1 MB/s (the server counts stream bytes only); "
+        f"server rate-limited: log {limited}, page notices {f['page_rate_notice']}, "
+        f"'rate exceeded' streams {c['rate_exceeded']}"
+    )
+    print(
+        f"flood view responsiveness: rAF {during['fps']:.1f} fps, frame gap p50 {during['gap_p50']:.1f} ms, p99 "
+        f"{during['gap_p99']:.1f}, max {during['gap_max']:.1f}; {_long_tasks(during)}; keydown -> char in another "
+        f"cell's editor {_fmt(during['keys'])}; before the flood ({before['seconds']:.1f} s): {before['fps']:.1f} fps, "
+        f"gap p99 {before['gap_p99']:.1f} ms, max {before['gap_max']:.1f}, {_long_tasks(before)}, keys "
+        f"p50 {before['keys']['p50']:.1f} ms (p99 {before['keys']['p99']:.1f}): key p50 "
+        f"{during['keys']['p50'] / before['keys']['p50']:.2f}x, frame gap p99 "
+        f"{during['gap_p99'] / before['gap_p99']:.2f}x; yes ({f['yes_before']} process) "
+        f"{'stopped' if f['yes_stopped'] else 'STILL RUNNING'} {f['stop_s']:.1f} s after %uexec_kill --all was queued"
+    )
+
+
+REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "flood_view": report_flood_view}
+
+
+_seen: dict[int, psutil.Process] = {}
+
+
+def _note_processes() -> None:
+    """Remember every process under this one (the server, its kernels and their sessions, the browser)."""
+    for proc in _descendants(os.getpid()):
+        _seen.setdefault(proc.pid, proc)
+
+
+def _stop_leftovers() -> list[str]:
+    """Any remembered process still running (psutil tells a reused pid apart), killed; and what it was."""
+    _note_processes()
+    left = []
+    for proc in _seen.values():
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+                proc.kill()
+        except psutil.Error:
+            pass
+    return left
+
+
+def main(argv: list[str]) -> None:
+    global _lab, WITHOUT_NODELAY
+    if "--without-nodelay" in argv:
+        argv = [arg for arg in argv if arg != "--without-nodelay"]
+        WITHOUT_NODELAY = True
+    unknown = [name for name in argv if name not in CASES]
+    if unknown:
+        sys.exit(f"unknown case {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    wanted = [name for name in CASES if name in argv] if argv else list(CASES)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    nodelay = "; server extension disabled: Nagle's algorithm on kernel websockets" if WITHOUT_NODELAY else ""
+    print(f"unified-exec-kernel live-view benchmarks ({os.cpu_count()} cores, load {load}{nodelay})")
+    took = {}
+    try:
+        for name in wanted:
+            started = time.perf_counter()
+            if name != "keys_kernel" and _lab is None:
+                _get_lab()
+                _note_processes()
+                took["lab start"] = time.perf_counter() - started
+                started = time.perf_counter()
+            try:
+                figures = CASES[name]()
+            finally:
+                _note_processes()
+            took[name] = time.perf_counter() - started
+            REPORTS[name](figures)
+    finally:
+        if _lab is not None:
+            started = time.perf_counter()
+            try:
+                _lab.close()
+            finally:
+                _lab = None
+            took["lab stop"] = time.perf_counter() - started
+        time.sleep(0.5)
+        left = _stop_leftovers()
+        if left:
+            print(f"warning: processes left behind, killed: {left}", file=sys.stderr)
+    print("case times: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in took.items()))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,241 @@
+"""A real JupyterLab and a headless Chromium for the browser tests.
+
+One `jupyter lab` (token-less, on 127.0.0.1, isolated settings) and one
+Chromium serve the whole session; every test gets a fresh browser context and
+its own notebook, and every kernel is shut down through the REST API after the
+test. Nothing outlives the session: the server is terminated (then killed),
+and any process it left behind is killed too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+]
+KERNELSPEC = {"name": "uexec", "display_name": "Python 3 (uexec)", "language": "python"}
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+VIEWPORT = {"width": 1280, "height": 800}
+SERVER_START_S = 60
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Lab:
+    """A running `jupyter lab`: its URL, root folder and REST API."""
+
+    def __init__(self, root: Path, port: int, process: subprocess.Popen, log: Path):
+        self.root = root
+        self.port = port
+        self.process = process
+        self.log = log
+        self.url = f"http://127.0.0.1:{port}"
+
+    def api(self, method: str, path: str, body=None, timeout: float = 10):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        """A notebook on the uexec kernel with these code cells; returns its /lab/tree URL."""
+        notebook = {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}},
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "id": f"cell-{index}",
+                    "metadata": {},
+                    "execution_count": None,
+                    "outputs": [],
+                    "source": source,
+                }
+                for index, source in enumerate(cells)
+            ],
+        }
+        (self.root / f"{name}.ipynb").write_text(json.dumps(notebook, indent=1))
+        return f"{self.url}/lab/tree/{name}.ipynb"
+
+    def shutdown_kernels(self) -> None:
+        try:
+            kernels = self.api("GET", "/api/kernels")
+        except (OSError, urllib.error.URLError):
+            return
+        for kernel in kernels:
+            try:
+                self.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=15)
+            except (OSError, urllib.error.URLError):
+                pass
+
+
+def _wait_ready(lab: Lab) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if lab.process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {lab.process.returncode}:\n{lab.log_tail()}")
+        try:
+            lab.api("GET", "/api/status", timeout=2)
+            return
+        except (OSError, urllib.error.URLError):
+            time.sleep(0.2)
+    raise RuntimeError(f"jupyter lab not ready after {SERVER_START_S} s:\n{lab.log_tail()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    try:
+        leftovers = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        leftovers = []
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    for child in leftovers:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(leftovers, timeout=5)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    if not os.access(CHROMIUM, os.X_OK):
+        message = "Chromium not installed: apt-get install -y chromium"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message} (CI must run the browser tests)")
+        pytest.skip(message)
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory, chromium_path) -> Lab:
+    base = tmp_path_factory.mktemp("lab")
+    root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
+    for folder in (root, settings, workspaces, runtime):
+        folder.mkdir()
+    # No "get notified about Jupyter news?" toast over the page.
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(os.environ)
+    env.update(
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(workspaces),
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    )
+    env.pop("JUPYTER_TOKEN", None)
+    port = _free_port()
+    jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
+    log = base / "lab.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                jupyter,
+                "lab",
+                "--no-browser",
+                "--allow-root",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--port-retries=0",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.token=",
+                "--ServerApp.password=",
+                "--ServerApp.disable_check_xsrf=True",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.news_url=None",
+            ],
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = Lab(root, port, process, log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        server.shutdown_kernels()
+        _stop(process)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser, lab):
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    page = getattr(item, "funcargs", {}).get("page")
+    if page is None or page.is_closed():
+        return
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        page.screenshot(path=str(ARTIFACTS / f"{item.name}.png"), full_page=True, timeout=10_000)
+    except Exception as error:  # a failed screenshot must not hide the test's own failure
+        report.sections.append(("screenshot", f"could not save a screenshot: {error}"))

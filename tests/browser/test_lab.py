@@ -1,0 +1,365 @@
+"""The front end in a real JupyterLab and Chromium: the live view, and the Sessions panel.
+
+Terminal text is read from the DOM: the extension's xterm.js uses its default
+DOM renderer, which draws the visible rows as `.xterm-rows > div`.
+With `UEXEC_DOC_SCREENSHOTS=1`, two tests also save the images of the docs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(90)
+
+DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+READY = "kernel ready"
+# `%env PS1=$ ` would lose the space: IPython strips the line.
+SETUP = f"import os; os.environ['PS1'] = '$ '; print({READY!r})"
+BASH = "bash --norc -i"
+KERNEL_START_S = 60
+
+ROWS_JS = """root => Array.from(root.querySelectorAll('.xterm-rows > div'),
+    row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd())"""
+
+# The grid xterm shows (the DOM renderer sizes `.xterm-screen` to cols x rows
+# cells; the helper textarea is one cell), and the room the view gives it.
+GRID_JS = """root => {
+    const screen = root.querySelector('.xterm-screen');
+    const cell = root.querySelector('.xterm-helper-textarea');
+    const xterm = root.querySelector('.xterm');
+    const style = getComputedStyle(xterm);
+    const padX = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    const padY = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+    const cellWidth = parseFloat(cell.style.width);
+    const cellHeight = parseFloat(cell.style.height);
+    return {
+        rows: root.querySelectorAll('.xterm-rows > div').length,
+        cols: Math.round(screen.getBoundingClientRect().width / cellWidth),
+        cellWidth, cellHeight,
+        screenWidth: screen.getBoundingClientRect().width,
+        screenHeight: screen.getBoundingClientRect().height,
+        roomWidth: root.clientWidth - padX,
+        roomHeight: root.clientHeight - padY,
+    };
+}"""
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 0.05):
+    """Poll `check()` until it returns something truthy; fail saying `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        last = check()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def terminal_lines(terminal) -> list[str]:
+    return terminal.evaluate(ROWS_JS)
+
+
+def wait_for_lines(terminal, predicate, timeout: float, what: str) -> list[str]:
+    seen: list[str] = []
+
+    def check():
+        seen[:] = terminal_lines(terminal)
+        return predicate(seen)
+
+    try:
+        wait_until(check, timeout, what)
+    except AssertionError as error:
+        shown = "\n".join(line for line in seen if line)
+        raise AssertionError(f"{error}; the terminal shows:\n{shown}") from None
+    return list(seen)
+
+
+def type_line(page, terminal, text: str) -> None:
+    """Focus the terminal as a user does (a click), then type a line."""
+    terminal.click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+
+
+def kernel_connected(lab, path: str) -> bool:
+    """The server has a started kernel for `path` with a client connected to it."""
+    for session in lab.api("GET", "/api/sessions"):
+        kernel = session.get("kernel") or {}
+        if session.get("path") == path and kernel.get("execution_state") == "idle" and kernel.get("connections", 0) > 0:
+            return True
+    return False
+
+
+def open_notebook(lab, page, name: str, cells: list[str]):
+    """Open a notebook on the uexec kernel whose first cell is SETUP; wait for its kernel."""
+    # `?reset`: a fresh workspace, not the layout (and notebooks) of the test before.
+    page.goto(lab.write_notebook(name, [SETUP, *cells]) + "?reset")
+    panel = page.locator("#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)")
+    code_cells = panel.locator(".jp-Notebook .jp-CodeCell")
+    code_cells.first.locator(".cm-content").wait_for(timeout=30_000)
+    wait_until(lambda: kernel_connected(lab, f"{name}.ipynb"), KERNEL_START_S, "the kernel to start", 0.2)
+    indicator = panel.locator(".jp-Notebook-ExecutionIndicator")
+    wait_until(lambda: indicator.get_attribute("data-status") == "idle", 30, "the notebook to see its kernel")
+    # Even so, a Shift+Enter that comes too early may be dropped (the prompt
+    # stays `[ ]:`) or ask for a kernel: run the setup cell until its output
+    # shows (running it twice is harmless).
+    first = code_cells.first
+    deadline = time.monotonic() + KERNEL_START_S
+    while True:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():
+            page.keyboard.press("Escape")  # cancel, keeping the notebook's kernel
+            dialog.wait_for(state="detached")
+        first.locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        attempt_end = time.monotonic() + 2
+        while time.monotonic() < attempt_end or first.locator(".jp-InputPrompt").inner_text().strip() == "[*]:":
+            if READY in first.locator(".jp-OutputArea").inner_text():
+                return code_cells
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the kernel did not run the first cell within {KERNEL_START_S} s")
+            time.sleep(0.05)
+
+
+def run_cell(page, code_cells, index: int) -> None:
+    code_cells.nth(index).locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def wait_output(cell, pattern: str, timeout: float = 15) -> re.Match:
+    """The first match of `pattern` in the cell's output area."""
+    output = cell.locator(".jp-OutputArea")
+    return wait_until(lambda: re.search(pattern, output.inner_text()), timeout, f"{pattern!r} in the cell's output")
+
+
+def doc_screenshot(target, name: str) -> None:
+    """Save a docs image (a page or a locator) when UEXEC_DOC_SCREENSHOTS=1."""
+    if os.environ.get("UEXEC_DOC_SCREENSHOTS") != "1":
+        return
+    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(DOC_IMAGES / name), animations="disabled", caret="initial")
+
+
+def stty_sizes(lines: list[str], tag: str) -> list[tuple[int, int]]:
+    """The answers of `echo TAG=$(stty size)` the terminal shows."""
+    return [tuple(map(int, m.groups())) for line in lines if (m := re.fullmatch(tag + r"=(\d+) (\d+)", line))]
+
+
+def fitted(grid) -> bool:
+    """FitAddon leaves less than one cell (plus the scrollbar) unused; xterm starts at 80x24 until fitted."""
+    spare_x = grid["roomWidth"] - grid["screenWidth"]
+    spare_y = grid["roomHeight"] - grid["screenHeight"]
+    return 0 <= spare_x < grid["cellWidth"] + 20 and 0 <= spare_y < grid["cellHeight"]
+
+
+def fitted_grid(terminal, unlike: int | None = None):
+    """The terminal's grid once the view has fitted it (to a width other than `unlike`), else None."""
+    grid = terminal.evaluate(GRID_JS)
+    return grid if fitted(grid) and grid["cols"] != unlike else None
+
+
+def ask_size(page, terminal, tag: str) -> tuple[int, int]:
+    """Type `echo TAG=$(stty size)` into the terminal: the PTY's (rows, cols)."""
+    type_line(page, terminal, f"echo {tag}=$(stty size)")
+    lines = wait_for_lines(terminal, lambda lines: stty_sizes(lines, tag), 10, f"stty's answer ({tag})")
+    return stty_sizes(lines, tag)[-1]
+
+
+def start_live_shell(page, cells, index: int):
+    """Run the cell (a `%%uexec --live` bash); its terminal once the prompt shows."""
+    run_cell(page, cells, index)
+    terminal = cells.nth(index).locator(".uexec-terminal")
+    terminal.wait_for()
+    wait_output(cells.nth(index), r"\[session \d+ running")
+    wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
+    return terminal
+
+
+def open_sessions_panel(page):
+    tab = page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="uexec-sessions-panel"]')
+    assert tab.get_attribute("title") == "uexec sessions"
+    tab.click()
+    panel = page.locator("#uexec-sessions-panel")
+    panel.wait_for()
+    return panel
+
+
+def status_seconds(match: re.Match) -> float:
+    return float(match.group(1))
+
+
+# -- tests -------------------------------------------------------------------
+
+
+def test_live_view_runs_an_interactive_shell_that_answers_typed_input(lab, page):
+    cells = open_notebook(lab, page, "live_shell", [f"%%uexec --live -t 1000\n{BASH}"])
+    run_cell(page, cells, 1)
+    widget = cells.nth(1).locator(".uexec-widget")
+    terminal = widget.locator(".uexec-terminal[data-session-id]")
+    terminal.wait_for()
+    wait_output(cells.nth(1), r"\[session \d+ running")
+    assert widget.locator(".uexec-widget-title").inner_text() == BASH
+    assert widget.locator(".uexec-widget-state").inner_text() == "running"
+    wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
+
+    type_line(page, terminal, "echo $((6*7))")
+
+    lines = wait_for_lines(terminal, lambda lines: "42" in lines, 10, "42 on its own line")
+    assert "$ echo $((6*7))" in lines, "the typed command was echoed by the shell"
+    assert lines.index("42") == lines.index("$ echo $((6*7))") + 1
+    # The view moved on past the answer: a fresh prompt waits below it.
+    wait_for_lines(terminal, lambda lines: "$" in lines[lines.index("42") + 1 :], 5, "the next prompt")
+    doc_screenshot(cells.nth(1), "live-view.png")
+
+
+def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
+    loop = 'python3 -u -c "import time\nfor i in range(100): print(\'line\', i); time.sleep(0.05)"'
+    cells = open_notebook(lab, page, "live_loop", [f"%%uexec --live -t 200\n{loop}"])
+    cell = cells.nth(1)
+    started = time.monotonic()
+    run_cell(page, cells, 1)
+
+    status = wait_output(cell, r"\[session \d+ running · (\d+\.\d+) s\]", timeout=10)
+    returned_after = time.monotonic() - started
+    assert status_seconds(status) < 1.0, status.group(0)
+    assert returned_after < 3.0, f"the cell took {returned_after:.1f} s to show its status line"
+    prompt = cell.locator(".jp-InputPrompt")
+    wait_until(lambda: re.fullmatch(r"\[\d+\]:", prompt.inner_text().strip()), 5, "the cell to finish")
+
+    terminal = cell.locator(".uexec-terminal")
+
+    def last_index(lines):
+        numbers = [int(m.group(1)) for line in lines if (m := re.fullmatch(r"line (\d+)", line))]
+        return max(numbers, default=-1)
+
+    first = last_index(terminal_lines(terminal))
+    assert first < 99, "the program had already finished when the cell returned"
+    time.sleep(0.6)
+    second = last_index(terminal_lines(terminal))
+    assert second > first, f"the terminal did not update after the cell returned (line {first}, then {second})"
+
+    lines = wait_for_lines(terminal, lambda lines: "line 99" in lines, 15, "line 99")
+    finished_after = time.monotonic() - started
+    assert finished_after > 3.0, f"100 lines 50 ms apart cannot all be there after {finished_after:.1f} s"
+    # The rows above the last one are consecutive: nothing lost or repeated.
+    shown = [line for line in lines if line.startswith("line ")]
+    tail = [int(line.split()[1]) for line in shown]
+    assert tail == list(range(100 - len(tail), 100)), shown
+    wait_for_lines(terminal, lambda lines: "[exited with code 0]" in lines, 10, "the exit notice")
+    widget_state = cell.locator(".uexec-widget-state")
+    wait_until(lambda: widget_state.inner_text() == "exited (0)", 10, "the header to say exited (0)")
+
+
+def test_terminal_size_follows_the_view_when_the_window_is_resized(lab, page):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    cells = open_notebook(lab, page, "resize", [f"%%uexec --live -t 500\n{BASH}"])
+    terminal = start_live_shell(page, cells, 1)
+    wide = wait_until(lambda: fitted_grid(terminal), 10, "the view to fit its terminal")
+    # The view sends the PTY its size at its first fit once attached, 100 ms
+    # after `attached` (FIT_DELAY_MS): the grid may be fitted a moment earlier.
+    time.sleep(0.3)
+    assert ask_size(page, terminal, "wide") == (wide["rows"], wide["cols"]), wide
+
+    page.set_viewport_size({"width": 900, "height": 900})
+    narrow = wait_until(lambda: fitted_grid(terminal, unlike=wide["cols"]), 10, "the view to refit its terminal")
+    assert narrow["cols"] < wide["cols"] - 40, (wide, narrow)
+    assert ask_size(page, terminal, "narrow") == (narrow["rows"], narrow["cols"]), (wide, narrow)
+
+
+@pytest.mark.timeout(120)
+def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
+    cells = open_notebook(
+        lab,
+        page,
+        "panel",
+        [
+            f"%%uexec -t 300\n{BASH}",
+            "%%uexec -s 0 -t 300\necho replay-$((2+3))",
+            "%%uexec -t 100\nbash -c 'sleep 4; exit 3'",
+        ],
+    )
+    for index in (1, 2, 3):
+        run_cell(page, cells, index)
+        wait_output(cells.nth(index), r"\[session \d+ running")
+    assert "replay-5" in cells.nth(2).locator(".jp-OutputArea").inner_text()
+
+    # Make room, as one would for a terminal: collapse the file browser.
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
+    panel = open_sessions_panel(page)
+    assert panel.locator(".uexec-sessions-notebook").inner_text() == "panel.ipynb"
+    rows = panel.locator(".uexec-session-row[data-session-id]")
+    row0 = panel.locator('.uexec-session-row[data-session-id="0"]')
+    row1 = panel.locator('.uexec-session-row[data-session-id="1"]')
+    wait_until(lambda: rows.count() == 2, 10, "a row per session")
+    assert [rows.nth(i).get_attribute("data-session-id") for i in range(2)] == ["0", "1"]
+    assert row0.locator(".uexec-session-command").inner_text() == BASH
+    assert row1.locator(".uexec-session-command").inner_text() == "bash -c sleep 4; exit 3"
+    assert row0.locator(".uexec-session-state").inner_text() == "running"
+    assert row1.locator(".uexec-session-state").inner_text() == "running"
+    assert row0.locator(".uexec-kill").inner_text() == "Kill"
+
+    row0.locator(".uexec-open").click()
+    title = f"uexec 0: {BASH}"
+    dock_tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text=title)
+    dock_tab.wait_for()
+    assert "lm-mod-current" in dock_tab.get_attribute("class")
+    terminal = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    terminal.wait_for()
+    # The replay brings the session's earlier output, typed by a cell.
+    wait_for_lines(terminal, lambda lines: "replay-5" in lines, 10, "the replayed output")
+
+    type_line(page, terminal, "echo $((7*8))")
+    lines = wait_for_lines(terminal, lambda lines: "56" in lines, 10, "the answer to typed input")
+    assert lines.index("56") == lines.index("$ echo $((7*8))") + 1
+    wait_until(lambda: terminal.evaluate("n => n.getBoundingClientRect().width") > 700, 5, "a wide terminal tab")
+    doc_screenshot(page, "sessions-panel.png")
+
+    # Kill closes the session: it leaves the list, and its tab says how it ended.
+    row0.locator(".uexec-kill").click()
+    wait_until(lambda: row0.count() == 0, 10, "the killed session's row to go")
+    killed = re.compile(r"\[killed by signal \d+\]")
+    wait_for_lines(terminal, lambda lines: any(killed.fullmatch(line) for line in lines), 10, "the exit notice")
+    assert dock_tab.count() == 1, "the tab stays open on its exit notice"
+
+    # A session that ended on its own stays listed, as exited, until removed.
+    state1 = row1.locator(".uexec-session-state")
+    wait_until(lambda: state1.inner_text() == "exited (3)", 15, "session 1 to show exited (3)")
+    remove = row1.locator(".uexec-kill")
+    assert remove.inner_text() == "Remove"
+    remove.click()
+    wait_until(lambda: rows.count() == 0, 10, "the removed session's row to go")
+    assert panel.locator(".uexec-sessions-status").inner_text() == "No sessions yet."
+
+
+def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
+    cells = open_notebook(lab, page, "two_views", [f"%%uexec --live -t 300\n{BASH}"])
+    live = start_live_shell(page, cells, 1)
+    panel = open_sessions_panel(page)
+    # The side panel took room from the notebook: the live view refits.
+    live_grid = wait_until(lambda: fitted_grid(live), 10, "the live view to fit its terminal")
+    time.sleep(0.3)  # FIT_DELAY_MS: the resize follows the fit
+    assert ask_size(page, live, "live") == (live_grid["rows"], live_grid["cols"]), live_grid
+
+    # A second view of the same session, bigger: the PTY takes its size.
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    tab_grid = wait_until(lambda: fitted_grid(tab, unlike=live_grid["cols"]), 10, "the tab to fit its terminal")
+    time.sleep(0.3)
+    assert ask_size(page, tab, "tab") == (tab_grid["rows"], tab_grid["cols"]), tab_grid
+
+    # Back in the notebook, the live view is what one looks at and types into.
+    page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="two_views.ipynb").click()
+    again = wait_until(lambda: live.is_visible() and fitted_grid(live), 10, "the live view to show again")
+    assert (again["rows"], again["cols"]) == (live_grid["rows"], live_grid["cols"])
+    time.sleep(0.3)
+    size = ask_size(page, live, "back")
+    assert size == (again["rows"], again["cols"]), (again, tab_grid)

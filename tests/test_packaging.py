@@ -8,6 +8,10 @@ examples/tour.ipynb on the `uexec` kernel with that environment's nbclient.
 Every child process gets a marker variable in its environment; the kernel and
 what it starts inherit it, so a test can prove that nothing it started is left
 running (and end what is, by pid).
+
+Installs use pip's own cache (no --no-cache-dir): both tests and later runs
+share it. binder/postBuild runs unchanged, its `--no-cache-dir` included.
+A step's output is in the failure message; `-s` prints each step's time.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
+import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { SessionsConnection } from './connection';
 import { commandLine, stateLabel } from './format';
@@ -202,7 +202,15 @@ export class SessionsPanel extends Widget {
     });
     this._tabs.set(id, tab);
     this._shell.add(tab, 'main');
+    if (tab.isAttached) {
+      this._shell.activateById(tab.id);
+      return;
+    }
+    // Notebook 7's main area holds only its notebook and ignores the add;
+    // its bottom panel takes the terminal instead.
+    this._shell.add(tab, 'down');
     this._shell.activateById(tab.id);
+    makeRoomBelow(tab);
   }
 
   private _onFailed(_: SessionsConnection, text: string): void {
@@ -310,4 +318,20 @@ function fillRow(row: HTMLTableRowElement, info: SessionInfo): void {
   // An exited session stays listed until closed; `kill` closes it.
   kill.textContent = info.alive ? 'Kill' : 'Remove';
   kill.title = info.alive ? 'Kill every process of this session' : 'Forget this exited session';
+}
+
+/**
+ * Notebook 7 shows its bottom panel at the height of its tab bar: give the
+ * terminal a usable share of the page (the user can still drag the handle).
+ */
+function makeRoomBelow(widget: Widget): void {
+  for (let parent = widget.parent; parent; parent = parent.parent) {
+    if (parent instanceof SplitPanel && parent.orientation === 'vertical') {
+      const sizes = parent.relativeSizes();
+      if (sizes.length === 2 && sizes[1] < 0.25) {
+        parent.setRelativeSizes([0.6, 0.4]);
+      }
+      return;
+    }
+  }
 }

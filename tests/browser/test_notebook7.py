@@ -1,0 +1,202 @@
+"""The front end in a real Notebook 7 (`jupyter notebook`) and Chromium.
+
+The extension is a JupyterLab 4 prebuilt extension that Notebook 7 loads too:
+the live view must render and take typed input in a notebook page, and the
+"uexec sessions" panel must show in Notebook 7's right sidebar (View > Right
+Sidebar > Show uexec sessions), all without a JS error from the extension.
+
+A Notebook 7 server of its own (token-less, on 127.0.0.1, isolated settings,
+workspaces and runtime dirs) serves this module; it reuses the session's
+Chromium, and overrides `page` so the failure screenshot of conftest applies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+
+from .conftest import VIEWPORT, Lab, _free_port, _stop, _wait_ready
+from .test_lab import BASH, KERNEL_START_S, READY, SETUP, kernel_connected, type_line, wait_for_lines, wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+EXTENSION = "unified-exec-kernel"
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory, chromium_path) -> Lab:
+    """A running `jupyter notebook` (Notebook 7); the same REST helpers as the lab fixture."""
+    base = tmp_path_factory.mktemp("notebook7")
+    root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
+    for folder in (root, settings, workspaces, runtime):
+        folder.mkdir()
+    # Notebook 7 has the same notification plugin: no news toast, no update check.
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(os.environ)
+    env.update(
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(workspaces),
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    )
+    env.pop("JUPYTER_TOKEN", None)
+    port = _free_port()
+    jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
+    log = base / "notebook.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                jupyter,
+                "notebook",
+                "--no-browser",
+                "--allow-root",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                "--port-retries=0",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.token=",
+                "--ServerApp.password=",
+                "--ServerApp.disable_check_xsrf=True",
+                # The lab server extension (which also serves /lab/api/news) runs here too.
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.news_url=None",
+            ],
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = Lab(root, port, process, log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        server.shutdown_kernels()
+        _stop(process)
+
+
+@pytest.fixture
+def page(browser, notebook7):
+    """A fresh context on the Notebook 7 server (named `page` for conftest's failure screenshot)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()
+        notebook7.shutdown_kernels()
+
+
+def extension_errors(page) -> list[str]:
+    """Collects, from now on, the page's uncaught errors and console errors/warnings naming the extension."""
+    errors: list[str] = []
+
+    def on_page_error(error) -> None:
+        text = f"{error.message}\n{error.stack or ''}"
+        if EXTENSION in text:
+            errors.append(f"pageerror: {text}")
+
+    def on_console(message) -> None:
+        if message.type not in ("error", "warning"):
+            return
+        text = f"{message.text} @ {message.location.get('url', '')}"
+        if EXTENSION in text:
+            errors.append(f"console.{message.type}: {text}")
+
+    page.on("pageerror", on_page_error)
+    page.on("console", on_console)
+    return errors
+
+
+def open_notebook7(server: Lab, page, name: str, cells: list[str]):
+    """Open /notebooks/<name>.ipynb (SETUP first) and run SETUP once its kernel is up; its code cells."""
+    server.write_notebook(name, [SETUP, *cells])
+    page.goto(f"{server.url}/notebooks/{urllib.parse.quote(name)}.ipynb")
+    code_cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
+    first = code_cells.first
+    first.locator(".cm-content").wait_for(timeout=30_000)
+    wait_until(lambda: kernel_connected(server, f"{name}.ipynb"), KERNEL_START_S, "the kernel to start", 0.2)
+    indicator = page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
+    wait_until(lambda: indicator.get_attribute("data-status") == "idle", 30, "the notebook to see its kernel")
+    # As in the lab suite: a Shift+Enter that comes too early may be dropped,
+    # so run the (idempotent) setup cell until its output shows.
+    deadline = time.monotonic() + KERNEL_START_S
+    while True:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():
+            page.keyboard.press("Escape")
+            dialog.wait_for(state="detached")
+        first.locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        attempt_end = time.monotonic() + 2
+        while time.monotonic() < attempt_end or first.locator(".jp-InputPrompt").inner_text().strip() == "[*]:":
+            if READY in first.locator(".jp-OutputArea").inner_text():
+                return code_cells
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the kernel did not run the first cell within {KERNEL_START_S} s")
+            time.sleep(0.05)
+
+
+def show_right_sidebar_panel(page, label: str) -> None:
+    """View > Right Sidebar > `label`, as a user does."""
+    page.locator(".lm-MenuBar-item", has_text="View").click()
+    page.locator(".lm-Menu .lm-Menu-item", has_text="Right Sidebar").hover()
+    page.locator('.lm-Menu .lm-Menu-item[data-command="application:toggle-panel"]', has_text=label).click()
+
+
+def test_live_view_and_sessions_panel_work_in_notebook_7(notebook7, page):
+    errors = extension_errors(page)
+    cells = open_notebook7(notebook7, page, "nb7_live", [f"%%uexec --live -t 1000\n{BASH}"])
+    live = cells.nth(1)
+
+    # 1. The widget half of the extension: the live view renders and takes input.
+    live.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    widget = live.locator(".uexec-widget")
+    terminal = widget.locator('.uexec-terminal[data-session-id="0"]')
+    terminal.wait_for()
+    wait_until(lambda: "[session 0 running" in live.locator(".jp-OutputArea").inner_text(), 15, "the status line")
+    assert widget.locator(".uexec-widget-title").inner_text() == BASH
+    wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
+
+    type_line(page, terminal, "echo $((6*7))")
+
+    lines = wait_for_lines(terminal, lambda lines: "42" in lines, 10, "42 on its own line")
+    assert "$ echo $((6*7))" in lines, "the typed command was echoed by the shell"
+    assert lines.index("42") == lines.index("$ echo $((6*7))") + 1, lines
+
+    # 2. The panel half: Notebook 7 puts it in the notebook page's right sidebar.
+    show_right_sidebar_panel(page, "uexec sessions")
+    panel = page.locator("#jp-right-stack #uexec-sessions-panel")
+    panel.wait_for()
+    assert panel.locator(".uexec-sessions-header h2").inner_text() == "uexec sessions"
+    assert panel.locator(".uexec-sessions-notebook").inner_text() == "nb7_live.ipynb"
+    rows = panel.locator(".uexec-session-row[data-session-id]")
+    wait_until(lambda: rows.count() == 1, 10, "a row for session 0")
+    row0 = panel.locator('.uexec-session-row[data-session-id="0"]')
+    assert row0.locator(".uexec-session-command").inner_text() == BASH
+    assert row0.locator(".uexec-session-state").inner_text() == "running"
+
+    # 3. Open: Notebook 7's main area holds only the notebook, so the terminal
+    #    opens in its bottom panel, attached to the same session.
+    row0.locator(".uexec-open").click()
+    opened = page.locator('.jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    wait_until(lambda: opened.count() == 1 and opened.is_visible(), 10, "the opened terminal to show")
+    wait_for_lines(opened, lambda lines: "42" in lines, 10, "the replay of the session's output")
+    type_line(page, opened, "echo $((7*8))")
+    wait_for_lines(opened, lambda lines: "56" in lines, 10, "56 typed into the opened terminal")
+
+    page.wait_for_timeout(200)  # let late events reach the listeners (the sync API delivers them while it waits)
+    assert not errors, "JS errors from the extension:\n" + "\n".join(errors)

@@ -147,7 +147,7 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab(tmp_path_factory, chromium_path) -> Lab:
     base = tmp_path_factory.mktemp("lab")
     root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
@@ -201,7 +201,10 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         _stop(process)
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an asyncio loop
+# running on the main thread while it lives, and every asyncio test after the
+# browser tests would then fail with "cannot be called from a running event loop".
+@pytest.fixture(scope="package")
 def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 

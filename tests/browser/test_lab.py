@@ -220,6 +220,23 @@ def test_live_view_runs_an_interactive_shell_that_answers_typed_input(lab, page)
     wait_for_lines(terminal, lambda lines: "$" in lines[lines.index("42") + 1 :], 5, "the next prompt")
     doc_screenshot(cells.nth(1), "live-view.png")
 
+    # Control keys reach the PTY as a terminal sends them: Ctrl-C interrupts
+    # the foreground job, Up recalls history, Tab completes.
+    type_line(page, terminal, "sleep 100")
+    page.wait_for_timeout(300)
+    page.keyboard.press("Control+C")
+    wait_for_lines(terminal, lambda lines: "$ sleep 100" in lines and "^C" in lines[lines.index("$ sleep 100") :], 10, "^C after the sleep")
+    type_line(page, terminal, "echo status-$?")
+    wait_for_lines(terminal, lambda lines: "status-130" in lines, 10, "the interrupted job's status")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    wait_for_lines(terminal, lambda lines: lines.count("status-0") == 1, 10, "the recalled command run again")
+    page.keyboard.type("ech")
+    page.keyboard.press("Tab")
+    page.keyboard.type(" tab-$((1+1))")
+    page.keyboard.press("Enter")
+    wait_for_lines(terminal, lambda lines: "tab-2" in lines, 10, "the Tab-completed command's output")
+
 
 def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
     loop = 'python3 -u -c "import time\nfor i in range(100): print(\'line\', i); time.sleep(0.05)"'

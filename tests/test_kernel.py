@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 

@@ -9,6 +9,7 @@ and any process it left behind is killed too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -147,13 +148,13 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="package")
-def lab(tmp_path_factory, chromium_path) -> Lab:
-    base = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def jupyter_server(base, app: str):
+    """A `jupyter lab` or `jupyter notebook` on loopback, isolated in `base`, always stopped."""
     root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
     for folder in (root, settings, workspaces, runtime):
         folder.mkdir()
-    # No "get notified about Jupyter news?" toast over the page.
+    # No "get notified about Jupyter news?" toast over the page (Notebook 7 has the same plugin).
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -167,12 +168,12 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
     env.pop("JUPYTER_TOKEN", None)
     port = _free_port()
     jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
-    log = base / "lab.log"
+    log = base / f"{app}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             [
                 jupyter,
-                "lab",
+                app,
                 "--no-browser",
                 "--allow-root",
                 "--ip=127.0.0.1",
@@ -182,6 +183,7 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
                 "--ServerApp.token=",
                 "--ServerApp.password=",
                 "--ServerApp.disable_check_xsrf=True",
+                # The lab server extension (which also serves /lab/api/news) runs under Notebook 7 too.
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.news_url=None",
             ],
@@ -199,6 +201,12 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
     finally:
         server.shutdown_kernels()
         _stop(process)
+
+
+@pytest.fixture(scope="package")
+def lab(tmp_path_factory, chromium_path) -> Lab:
+    with jupyter_server(tmp_path_factory.mktemp("lab"), "lab") as server:
+        yield server
 
 
 # Package scope, not session: Playwright's sync API keeps an asyncio loop

@@ -12,17 +12,12 @@ Chromium, and overrides `page` so the failure screenshot of conftest applies.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 import time
 import urllib.parse
 
 import pytest
 
-from .conftest import VIEWPORT, Lab, _free_port, _stop, _wait_ready
+from .conftest import VIEWPORT, Lab, jupyter_server
 from .test_lab import BASH, KERNEL_START_S, READY, SETUP, kernel_connected, type_line, wait_for_lines, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -33,57 +28,8 @@ EXTENSION = "unified-exec-kernel"
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory, chromium_path) -> Lab:
     """A running `jupyter notebook` (Notebook 7); the same REST helpers as the lab fixture."""
-    base = tmp_path_factory.mktemp("notebook7")
-    root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
-    for folder in (root, settings, workspaces, runtime):
-        folder.mkdir()
-    # Notebook 7 has the same notification plugin: no news toast, no update check.
-    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notification.parent.mkdir(parents=True)
-    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    env = dict(os.environ)
-    env.update(
-        JUPYTERLAB_SETTINGS_DIR=str(settings),
-        JUPYTERLAB_WORKSPACES_DIR=str(workspaces),
-        JUPYTER_RUNTIME_DIR=str(runtime),
-        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
-    )
-    env.pop("JUPYTER_TOKEN", None)
-    port = _free_port()
-    jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
-    log = base / "notebook.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                jupyter,
-                "notebook",
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                "--port-retries=0",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.token=",
-                "--ServerApp.password=",
-                "--ServerApp.disable_check_xsrf=True",
-                # The lab server extension (which also serves /lab/api/news) runs here too.
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--LabApp.news_url=None",
-            ],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server = Lab(root, port, process, log)
-    try:
-        _wait_ready(server)
+    with jupyter_server(tmp_path_factory.mktemp("notebook7"), "notebook") as server:
         yield server
-    finally:
-        server.shutdown_kernels()
-        _stop(process)
 
 
 @pytest.fixture

@@ -299,3 +299,17 @@ def test_128_kib_of_command_output_renders_line_for_line():
     # Its speed is measured in benchmarks/, not here.
     seq = "".join(f"{i}\r\n" for i in range(1, 20001))
     assert render(seq) == "".join(f"{i}\n" for i in range(1, 20001))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(["\r\n", "\n", " ", "  ", "a"]),
+                          st.characters(min_codepoint=0x20, max_codepoint=0x7E)), max_size=60).map("".join))
+def test_plain_text_takes_the_fast_path_with_the_same_result(text):
+    from unified_exec_kernel import render as module
+
+    assert text.isascii() and not module._NEEDS_A_TERMINAL.search(text)
+    # The parser's answer, forced, must equal the fast path's.
+    lines = module._Lines()
+    stream = module.pyte.Stream(lines)
+    stream.feed(text.replace("\r\n", "\n"))
+    assert module._plain(text) == lines.text()

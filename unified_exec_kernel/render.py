@@ -66,6 +66,8 @@ def render_terminal_text(text: str) -> str:
     Never raises: the magic renders a bounded tail of the output, which may
     start or end in the middle of an escape sequence.
     """
+    if text.isascii() and not _NEEDS_A_TERMINAL.search(text):
+        return _plain(text)
     lines = _Lines()
     stream = pyte.Stream(lines)
     # CR LF does just what LF does here (see linefeed); folding them halves
@@ -81,6 +83,18 @@ def render_terminal_text(text: str) -> str:
         except ValueError:
             stream.feed(piece[_CSI_REST.match(piece).end():])
     return lines.text()
+
+
+# ASCII text with none of these (no escape, no control but LF and CR LF) is
+# drawn left to right, line after line: what a terminal leaves is the text
+# itself, and the parser (the cost of rendering a flood) can be skipped.
+# (Beyond ASCII, widths and combining marks need the parser.)
+_NEEDS_A_TERMINAL = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+_TRAILING_SPACES = re.compile(r" +(?=\n|\Z)")
+
+
+def _plain(text: str) -> str:
+    return _TRAILING_SPACES.sub("", text.replace("\r\n", "\n"))
 
 
 class _Lines:

@@ -224,16 +224,22 @@ def browser(chromium_path):
             chromium.close()
 
 
-@pytest.fixture
-def page(browser, lab):
+@contextlib.contextmanager
+def fresh_page(browser, server: Lab):
+    """A page in a browser context of its own; afterwards the server's kernels are shut down."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(15_000)
-    page = context.new_page()
     try:
-        yield page
+        yield context.new_page()
     finally:
         context.close()
-        lab.shutdown_kernels()
+        server.shutdown_kernels()
+
+
+@pytest.fixture
+def page(browser, lab):
+    with fresh_page(browser, lab) as page:
+        yield page
 
 
 @pytest.hookimpl(hookwrapper=True)

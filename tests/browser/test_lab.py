@@ -109,9 +109,16 @@ def open_notebook(lab, page, name: str, cells: list[str]):
     wait_until(lambda: kernel_connected(lab, f"{name}.ipynb"), KERNEL_START_S, "the kernel to start", 0.2)
     indicator = panel.locator(".jp-Notebook-ExecutionIndicator")
     wait_until(lambda: indicator.get_attribute("data-status") == "idle", 30, "the notebook to see its kernel")
-    # Even so, a Shift+Enter that comes too early may be dropped (the prompt
-    # stays `[ ]:`) or ask for a kernel: run the setup cell until its output
-    # shows (running it twice is harmless).
+    return run_setup_cell(page, code_cells)
+
+
+def run_setup_cell(page, code_cells):
+    """Run the first (SETUP) cell until its output shows; the code cells.
+
+    Even once the notebook shows its kernel idle, a Shift+Enter that comes
+    too early may be dropped (the prompt stays `[ ]:`) or ask for a kernel:
+    running the setup cell twice is harmless.
+    """
     first = code_cells.first
     deadline = time.monotonic() + KERNEL_START_S
     while True:

@@ -12,13 +12,12 @@ Chromium, and overrides `page` so the failure screenshot of conftest applies.
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 
 import pytest
 
-from .conftest import VIEWPORT, Lab, jupyter_server
-from .test_lab import BASH, KERNEL_START_S, READY, SETUP, kernel_connected, type_line, wait_for_lines, wait_until
+from .conftest import Lab, fresh_page, jupyter_server
+from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, type_line, wait_for_lines, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -35,14 +34,8 @@ def notebook7(tmp_path_factory, chromium_path) -> Lab:
 @pytest.fixture
 def page(browser, notebook7):
     """A fresh context on the Notebook 7 server (named `page` for conftest's failure screenshot)."""
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    try:
+    with fresh_page(browser, notebook7) as page:
         yield page
-    finally:
-        context.close()
-        notebook7.shutdown_kernels()
 
 
 def extension_errors(page) -> list[str]:
@@ -71,28 +64,11 @@ def open_notebook7(server: Lab, page, name: str, cells: list[str]):
     server.write_notebook(name, [SETUP, *cells])
     page.goto(f"{server.url}/notebooks/{urllib.parse.quote(name)}.ipynb")
     code_cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell")
-    first = code_cells.first
-    first.locator(".cm-content").wait_for(timeout=30_000)
+    code_cells.first.locator(".cm-content").wait_for(timeout=30_000)
     wait_until(lambda: kernel_connected(server, f"{name}.ipynb"), KERNEL_START_S, "the kernel to start", 0.2)
     indicator = page.locator(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator")
     wait_until(lambda: indicator.get_attribute("data-status") == "idle", 30, "the notebook to see its kernel")
-    # As in the lab suite: a Shift+Enter that comes too early may be dropped,
-    # so run the (idempotent) setup cell until its output shows.
-    deadline = time.monotonic() + KERNEL_START_S
-    while True:
-        dialog = page.locator(".jp-Dialog")
-        if dialog.count():
-            page.keyboard.press("Escape")
-            dialog.wait_for(state="detached")
-        first.locator(".cm-content").click()
-        page.keyboard.press("Shift+Enter")
-        attempt_end = time.monotonic() + 2
-        while time.monotonic() < attempt_end or first.locator(".jp-InputPrompt").inner_text().strip() == "[*]:":
-            if READY in first.locator(".jp-OutputArea").inner_text():
-                return code_cells
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the kernel did not run the first cell within {KERNEL_START_S} s")
-            time.sleep(0.05)
+    return run_setup_cell(page, code_cells)
 
 
 def show_right_sidebar_panel(page, label: str) -> None:

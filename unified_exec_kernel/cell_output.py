@@ -10,16 +10,13 @@ shows the whole result and a status line.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-from collections import deque
-
 from IPython.display import display
 
 from .core.models import UnifiedExecResult
+from .core.tail import ThrottledTail
 from .render import render_terminal_text
 
-TAIL_BYTES = 16 * 1024
+TAIL_CHARS = 16 * 1024
 TAIL_LINES = 40
 
 
@@ -35,47 +32,18 @@ def _update_interval(elapsed: float) -> float:
 class CellOutput:
     def __init__(self, *, raw: bool = False):
         self.raw = raw
-        self._tail: deque[str] = deque()
-        self._tail_chars = 0
-        self._dirty = False
         self._handle = None
-        self._loop = asyncio.get_running_loop()
-        self._started = self._loop.time()
-        self._last_update = self._started
-        self._timer: asyncio.TimerHandle | None = None
-        # Output arrives in the PTY reader's callback, which runs in the context
-        # of the cell that started the session; ipykernel keeps the parent
-        # message in a contextvar, so updates must run in this cell's context
-        # or they land in that older cell.
-        self._context = contextvars.copy_context()
+        self._tail = ThrottledTail(self._show_tail, max_chars=TAIL_CHARS, interval=_update_interval)
         self.updates = 0
 
     def feed(self, text: str) -> None:
         """Take new output (called for every chunk; cheap, never sends)."""
-        self._tail.append(text)
-        self._tail_chars += len(text)
-        while self._tail_chars - len(self._tail[0]) >= TAIL_BYTES:
-            self._tail_chars -= len(self._tail.popleft())
-        self._dirty = True
-        if self._timer is None:
-            now = self._loop.time()
-            due = self._last_update + _update_interval(now - self._started)
-            self._timer = self._loop.call_at(max(due, now), self._flush, context=self._context)
+        self._tail.feed(text)
 
-    def _flush(self) -> None:
-        self._timer = None
-        if not self._dirty:
-            return
-        self._dirty = False
-        self._last_update = self._loop.time()
-        self._show(self._tail_text() + "\n[…running]")
-
-    def _tail_text(self) -> str:
-        text = "".join(self._tail)[-TAIL_BYTES:]
-        if self.raw:
-            return text
-        lines = render_terminal_text(text).splitlines()
-        return "\n".join(lines[-TAIL_LINES:])
+    def _show_tail(self, window: str, _fresh: str) -> None:
+        if not self.raw:
+            window = "\n".join(render_terminal_text(window).splitlines()[-TAIL_LINES:])
+        self._show(window + "\n[…running]")
 
     def finish(self, result: UnifiedExecResult, *, interrupted: bool = False) -> None:
         """The final update: the whole result, rendered, and its status line."""
@@ -85,9 +53,7 @@ class CellOutput:
         self.finish_text(body + status_line(result, interrupted=interrupted))
 
     def finish_text(self, text: str) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._tail.cancel()
         self._show(text)
 
     def _show(self, text: str) -> None:

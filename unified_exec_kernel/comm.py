@@ -12,9 +12,7 @@ session.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
-from collections import deque
 from collections.abc import Callable
 
 from .core.agent_format import format_for_agent
@@ -23,6 +21,7 @@ from .core.feed import LiveFeed
 from .core.keys import signal_number
 from .core.manager import UnifiedExecSessionManager
 from .core.models import UnifiedExecRequest
+from .core.tail import ThrottledTail
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ COMM_TARGET = "unified_exec"
 PROTOCOL_VERSION = 1
 MAX_INPUT_BYTES = 1024 * 1024
 OUTPUT_EVENT_S = 0.1
-OUTPUT_EVENT_BYTES = 16 * 1024
+OUTPUT_EVENT_CHARS = 16 * 1024
 
 
 class BadRequest(ValueError):
@@ -132,11 +131,15 @@ class UnifiedExecComm:
         if output_format not in ("text", "agent"):
             raise BadRequest("format must be 'text' or 'agent'")
         request = UnifiedExecRequest(session_id, chunks, timeout_ms)
-        events = _OutputEvents(self, request_id)
+        events = ThrottledTail(
+            lambda _window, fresh: self.send({"type": "output", "request_id": request_id, "data": fresh}),
+            max_chars=OUTPUT_EVENT_CHARS,
+            interval=lambda _elapsed: OUTPUT_EVENT_S,
+        )
         try:
             result = await self.manager.handle_request(request, on_output=events.feed)
         finally:
-            events.close()
+            events.flush()
         output = format_for_agent(result) if output_format == "agent" else result.output
         self.send(
             {
@@ -235,40 +238,6 @@ class UnifiedExecComm:
         for feed in self.feeds.values():
             feed.close()
         self.feeds.clear()
-
-
-class _OutputEvents:
-    """`output` events of one `exec`: batched, each at most the newest 16 KiB."""
-
-    def __init__(self, comm: UnifiedExecComm, request_id):
-        self.comm = comm
-        self.request_id = request_id
-        self.session_id = None
-        self._pending: deque[str] = deque()
-        self._chars = 0
-        self._timer: asyncio.TimerHandle | None = None
-        self._context = contextvars.copy_context()
-
-    def feed(self, text: str) -> None:
-        self._pending.append(text)
-        self._chars += len(text)
-        while self._chars - len(self._pending[0]) >= OUTPUT_EVENT_BYTES:
-            self._chars -= len(self._pending.popleft())
-        if self._timer is None:
-            self._timer = self.comm.loop.call_later(OUTPUT_EVENT_S, self.flush, context=self._context)
-
-    def flush(self) -> None:
-        self._timer = None
-        if self._pending:
-            text = "".join(self._pending)[-OUTPUT_EVENT_BYTES:]
-            self._pending.clear()
-            self._chars = 0
-            self.comm.send({"type": "output", "request_id": self.request_id, "data": text})
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self.flush()
 
 
 def open_handler(manager: UnifiedExecSessionManager, kernel_loop: Callable[[], asyncio.AbstractEventLoop]):

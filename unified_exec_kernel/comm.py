@@ -21,19 +21,15 @@ from .core.feed import LiveFeed
 from .core.keys import signal_number
 from .core.manager import UnifiedExecSessionManager
 from .core.models import UnifiedExecRequest
+from .core.protocol import MAX_INPUT_BYTES, BadRequest, input_text, optional_int, required_int, terminal_size
 from .core.tail import ThrottledTail
 
 log = logging.getLogger(__name__)
 
 COMM_TARGET = "unified_exec"
 PROTOCOL_VERSION = 1
-MAX_INPUT_BYTES = 1024 * 1024
 OUTPUT_EVENT_S = 0.1
 OUTPUT_EVENT_CHARS = 16 * 1024
-
-
-class BadRequest(ValueError):
-    name = "BadRequest"
 
 
 class UnifiedExecComm:
@@ -118,13 +114,13 @@ class UnifiedExecComm:
     # -- the requests ----------------------------------------------------------
 
     async def _exec(self, data, request_id) -> None:
-        session_id = _optional_int(data, "session_id")
+        session_id = optional_int(data, "session_id")
         chunks = data.get("input_chunks", [])
         if not isinstance(chunks, list) or not all(isinstance(chunk, str) for chunk in chunks):
             raise BadRequest("input_chunks must be a list of strings")
         if sum(len(chunk) for chunk in chunks) > MAX_INPUT_BYTES:
             raise BadRequest(f"input over {MAX_INPUT_BYTES} bytes")
-        timeout_ms = _optional_int(data, "timeout_ms")
+        timeout_ms = optional_int(data, "timeout_ms")
         if timeout_ms is not None and timeout_ms < 0:
             raise BadRequest("timeout_ms must be 0 or more")
         output_format = data.get("format", "text")
@@ -172,40 +168,35 @@ class UnifiedExecComm:
         )
 
     async def _kill(self, data, request_id) -> None:
-        session_id = _required_int(data, "session_id")
+        session_id = required_int(data, "session_id")
         sig = None if data.get("signal") is None else signal_number(data["signal"])
         await self.manager.kill(session_id, sig)
         self.send({"type": "ok", "request_id": request_id, "session_id": session_id})
 
     def _attach(self, data, request_id) -> None:
-        session_id = _required_int(data, "session_id")
+        session_id = required_int(data, "session_id")
         feed = self.feeds.get(session_id)
         if feed is None:
             feed = self.feeds[session_id] = LiveFeed(self.manager.session(session_id), self.send)
         feed.replay(request_id)
 
     def _detach(self, data, request_id) -> None:
-        session_id = _required_int(data, "session_id")
+        session_id = required_int(data, "session_id")
         feed = self.feeds.pop(session_id, None)
         if feed is not None:
             feed.close()
         self.send({"type": "ok", "request_id": request_id, "session_id": session_id})
 
     def _input(self, data, request_id) -> None:
-        session_id = _required_int(data, "session_id")
-        text = data.get("data")
-        if not isinstance(text, str):
-            raise BadRequest("data must be a string")
-        if len(text) > MAX_INPUT_BYTES:
-            raise BadRequest(f"input over {MAX_INPUT_BYTES} bytes")
+        session_id = required_int(data, "session_id")
+        text = input_text(data)
         self.manager.session(session_id).write(text)
         if request_id is not None:
             self.send({"type": "ok", "request_id": request_id, "session_id": session_id})
 
     def _resize(self, data, request_id) -> None:
-        session_id = _required_int(data, "session_id")
-        rows, cols = _required_int(data, "rows"), _required_int(data, "cols")
-        self.manager.session(session_id).resize(rows, cols)
+        session_id = required_int(data, "session_id")
+        self.manager.session(session_id).resize(*terminal_size(data))
         self.send({"type": "ok", "request_id": request_id, "session_id": session_id})
 
     _handlers = {
@@ -251,19 +242,3 @@ def open_handler(manager: UnifiedExecSessionManager, kernel_loop: Callable[[], a
         loop.call_soon_threadsafe(UnifiedExecComm, comm, manager, loop)
 
     return on_open
-
-
-def _optional_int(data: dict, field: str) -> int | None:
-    value = data.get(field)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"{field} must be an integer or null")
-    return value
-
-
-def _required_int(data: dict, field: str) -> int:
-    value = _optional_int(data, field)
-    if value is None:
-        raise BadRequest(f"{field} is required")
-    return value

@@ -17,11 +17,11 @@ from traitlets import Bool, Int, Unicode
 
 from .core.feed import LiveFeed
 from .core.manager import UnifiedExecSessionManager
+from .core.protocol import BadRequest, input_text, terminal_size
 from .render import render_terminal_text
 
 MODULE_NAME = "unified-exec-kernel"
 MODULE_VERSION = "^0.1.0"
-MAX_INPUT_BYTES = 1024 * 1024
 
 
 class TerminalWidget(DOMWidget):
@@ -70,17 +70,11 @@ class TerminalWidget(DOMWidget):
             if kind == "attach":
                 self._feed.replay(request_id)
             elif kind == "input":
-                data = content.get("data")
-                if not isinstance(data, str) or len(data) > MAX_INPUT_BYTES:
-                    raise ValueError("input data must be a string of at most 1 MiB")
-                self._session.write(data)
+                self._session.write(input_text(content))
             elif kind == "resize":
-                rows, cols = content.get("rows"), content.get("cols")
-                if not (isinstance(rows, int) and isinstance(cols, int)):
-                    raise ValueError("rows and cols must be integers")
-                self._session.resize(rows, cols)
+                self._session.resize(*terminal_size(content))
             else:
-                raise ValueError(f"unknown message type {kind!r}")
+                raise BadRequest(f"unknown message type {kind!r}")
         except Exception as error:  # a bad message must never break the view or the kernel
             name = getattr(error, "name", "BadRequest")
             self.send({"type": "error", "request_id": request_id, "error": name, "message": str(error)})

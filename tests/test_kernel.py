@@ -106,3 +106,17 @@ def test_install_cli_refuses_two_places(tmp_path):
         capture_output=True, text=True, timeout=60,
     )
     assert run.returncode == 2 and "not allowed with argument" in run.stderr
+
+
+def test_unloading_the_extension_ends_its_sessions_and_the_kernel_lives_on():
+    kernel = Kernel("python3")
+    try:
+        kernel.run("%load_ext unified_exec_kernel")
+        kernel.run(STUBBORN)
+        pids = leaders(kernel)
+        assert pids and all(session_processes(pid) for pid in pids)
+        kernel.run("%unload_ext unified_exec_kernel")
+        assert wait_gone(pids) == []
+        assert kernel.run("print(6 * 7)").strip() == "42"
+    finally:
+        kernel.shutdown()

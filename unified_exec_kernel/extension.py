@@ -20,6 +20,7 @@ from .magics import UnifiedExecMagics
 from .widget import TerminalWidget
 
 _ATTR = "_unified_exec"
+_closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
 # The magic's name must end at a space or the line's end, so `%%uexec?`
 # (IPython's help) is left alone while `%uexec -s 0 echo $?` is not.
 _CELL_MAGIC = re.compile(r"%%uexec(?=\s|$)(.*)")
@@ -51,15 +52,17 @@ def unload_ipython_extension(ipython) -> None:
     manager, _magics, rewrite = state
     ipython.input_transformers_cleanup.remove(rewrite)
     ipython.events.unregister("pre_run_cell", _reset_last_traceback)
-    manager.terminate_all_threadsafe()
     atexit.unregister(manager.terminate_all_threadsafe)
     setattr(ipython, _ATTR, None)
-
-
-def manager_of(ipython) -> UnifiedExecSessionManager:
-    """The kernel's manager (for the widget and the comm); loads the extension if needed."""
-    load_ipython_extension(ipython)
-    return getattr(ipython, _ATTR)[0]
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        manager.terminate_all_threadsafe()  # no loop (a terminal IPython): blocking is fine
+        return
+    # %unload_ext runs on the kernel's loop: close without sleeping on it.
+    task = loop.create_task(manager.close_all())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 def _make_rewrite(ipython):

@@ -298,3 +298,13 @@ async def test_the_loop_never_stalls_while_sessions_spawn_stream_and_close(manag
     running = False
     await tick
     assert max(gaps) < 0.05, f"longest stall {max(gaps) * 1000:.1f} ms"
+
+
+async def test_killing_a_session_while_a_request_waits_on_it_answers_that_request(manager):
+    started = await manager.handle_request(request(None, ["bash", "--norc", "-i"], 300))
+    waiting = asyncio.ensure_future(manager.handle_request(request(started.session_id, [], 5000)))
+    await asyncio.sleep(0.2)
+    await manager.kill(started.session_id)
+    result = await asyncio.wait_for(waiting, 5)
+    assert result.session_id is None and result.exit_code is not None
+    assert manager.list_sessions() == []

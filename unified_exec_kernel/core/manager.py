@@ -129,7 +129,8 @@ class UnifiedExecSessionManager:
             result_id: int | None = session.session_id
             if session.finished:
                 result_id = None
-                self._forget(session.session_id)
+                if self._sessions.get(session.session_id) is managed:  # not killed meanwhile
+                    self._forget(session.session_id)
             return UnifiedExecResult(
                 session_id=result_id,
                 output=warnings + output,
@@ -207,14 +208,14 @@ class UnifiedExecSessionManager:
         """The live session with this id, for faces that attach, type or resize."""
         return self._get_managed(session_id).session
 
-    def _forget(self, session_id: int) -> None:
-        managed = self._sessions.pop(session_id, None)
-        if managed is None:
-            return
+    def _forget(self, session_id: int) -> asyncio.Task:
+        """Remove the session and close it in the background; the closing task."""
+        managed = self._sessions.pop(session_id)
         task = asyncio.ensure_future(managed.session.close())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         self._changed()
+        return task
 
     def list_sessions(self) -> list[SessionInfo]:
         return [
@@ -226,7 +227,7 @@ class UnifiedExecSessionManager:
                 exit_code=session.exit_code,
                 started=session.started,
             )
-            for session in (managed.session for managed in list(self._sessions.values()))
+            for session in [managed.session for managed in self._sessions.values()]
         ]
 
     async def kill(self, session_id: int, sig: int | None = None) -> None:
@@ -235,9 +236,7 @@ class UnifiedExecSessionManager:
         if sig is not None:
             managed.session.send_signal(sig)
             return
-        self._sessions.pop(session_id, None)
-        self._changed()
-        await managed.session.close()
+        await self._forget(session_id)
 
     async def close_all(self) -> None:
         sessions = [managed.session for managed in self._sessions.values()]

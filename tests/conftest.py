@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import psutil
 import pytest
@@ -24,6 +25,23 @@ def session_processes(leader: int) -> list[int]:
         except (ProcessLookupError, PermissionError, psutil.Error):
             continue
     return found
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def kill_processes(processes, timeout: float = 10) -> None:
+    """SIGKILL these psutil processes (those already gone are fine) and wait for them."""
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(processes, timeout=timeout)
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from .conftest import session_processes
+from .conftest import free_port, session_processes
 from .kernel_harness import Execution
 
 STATUS_LINE = re.compile(r"\[session (\d+) running · [0-9.]+ s\]")
@@ -59,12 +58,6 @@ class Gateway:
                 return response.status, (json.loads(raw) if raw else None)
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode(errors="replace")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def gateway_command() -> list[str]:

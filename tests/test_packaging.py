@@ -35,6 +35,8 @@ import nbformat
 import psutil
 import pytest
 
+from .conftest import kill_processes
+
 REPO = Path(__file__).resolve().parent.parent
 TOUR = REPO / "examples" / "tour.ipynb"
 PORT = 8765  # the tour's web server
@@ -197,13 +199,7 @@ def sandbox():
         yield box
     finally:
         # if the test failed half way, end what it started (by pid), then remove everything
-        leftovers = _marked(box.marker)
-        for process in leftovers:
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(leftovers, timeout=10)
+        kill_processes(_marked(box.marker))
         print(f"step timings: {box.timings()}")
         shutil.rmtree(root, ignore_errors=True)
 

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from ..conftest import free_port, kill_processes
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -40,12 +41,6 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 800}
 SERVER_START_S = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Lab:
@@ -130,12 +125,7 @@ def _stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
-    for child in leftovers:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(leftovers, timeout=5)
+    kill_processes(leftovers, timeout=5)
 
 
 @pytest.fixture(scope="session")
@@ -166,7 +156,7 @@ def jupyter_server(base, app: str):
         PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
     )
     env.pop("JUPYTER_TOKEN", None)
-    port = _free_port()
+    port = free_port()
     jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
     log = base / f"{app}.log"
     with log.open("wb") as out:

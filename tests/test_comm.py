@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from unified_exec_kernel.core.protocol import MAX_INPUT_BYTES
+from unified_exec_kernel.protocol import MAX_INPUT_BYTES
 
 from .kernel_harness import Kernel
 
@@ -166,9 +166,9 @@ def test_protocol_doc_python_and_typescript_name_the_same_messages():
     doc = PROTOCOL.read_text()
     kernel_side = set(re.findall(r"^\| `(\w+)` \| .* \| .* \|$", doc.split("## Front end → kernel")[0], re.M))
     front_side = set(re.findall(r"^\| `(\w+)` \| .* \| .* \|$", doc.split("## Front end → kernel")[1].split("## Errors")[0], re.M))
-    from unified_exec_kernel.comm import UnifiedExecComm
+    from unified_exec_kernel.protocol.endpoint import MESSAGE_TYPES
 
-    assert front_side == set(UnifiedExecComm._handlers)
+    assert front_side == set(MESSAGE_TYPES)
     assert kernel_side == {"hello", "output", "result", "sessions", "ok", "attached", "data", "exited", "sessions_changed", "error"}
     protocol_ts = Path(__file__).parent.parent / "labextension" / "src" / "protocol.ts"
     if protocol_ts.exists():

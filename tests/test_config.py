@@ -38,10 +38,10 @@ def test_each_knob_reaches_the_manager():
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"max_sessions": 0}, "max_sessions must be at least 1"),
-        ({"default_timeout_ms": -1}, "default_timeout_ms must be at least 0"),
-        ({"max_timeout_ms": -5}, "max_timeout_ms must be at least 0"),
-        ({"scrollback_bytes": 10}, "scrollback_bytes must be at least 1024"),
+        ({"max_sessions": 0}, "'max_sessions' trait .* should not be less than 1"),
+        ({"default_timeout_ms": -1}, "'default_timeout_ms' trait .* should not be less than 0"),
+        ({"max_timeout_ms": -5}, "'max_timeout_ms' trait .* should not be less than 0"),
+        ({"scrollback_bytes": 10}, "'scrollback_bytes' trait .* should not be less than 1024"),
         ({"env": {"A=B": "x"}}, "is not an environment variable name"),
         ({"env": {"A": 3}}, "env"),
         ({"shell": "no-such-shell-here"}, "is not a program on PATH"),

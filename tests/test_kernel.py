@@ -79,7 +79,7 @@ def test_bad_configuration_is_a_clear_error_at_load():
         kernel.run("%config UnifiedExec.max_sessions = 0")
         execution = kernel.execute("%load_ext unified_exec_kernel")
         assert execution.reply["status"] == "error"
-        assert "UnifiedExec.max_sessions must be at least 1, not 0" in execution.reply["evalue"]
+        assert "'max_sessions' trait of an UnifiedExec instance should not be less than 1" in execution.reply["evalue"]
         kernel.run("%config UnifiedExec.max_sessions = 3")
         kernel.run("%config UnifiedExec.env = {'GREETING': 'configured'}")
         kernel.run("%load_ext unified_exec_kernel")

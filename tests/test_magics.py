@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from unified_exec_kernel.magics import split_line_magic
+from unified_exec_kernel.magics import UnifiedExecMagics, split_line_magic
 
 from .kernel_harness import Kernel
 
@@ -194,11 +194,11 @@ def test_sessions_table_and_kill(kernel):
     ],
 )
 def test_line_magic_options_split_from_the_body(line, options, body):
-    assert split_line_magic(line) == (options, body)
+    assert split_line_magic(UnifiedExecMagics.uexec.parser, line) == (options, body)
 
 
 def test_command_label_is_one_short_line():
-    from unified_exec_kernel.magics import command_label
+    from unified_exec_kernel.session_table import command_label
 
     assert command_label(["bash", "-c", "echo a\necho b\n"]) == "bash -c 'echo a↵echo b'"
     assert len(command_label(["x" * 100])) == 60

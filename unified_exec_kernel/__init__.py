@@ -4,11 +4,45 @@ The engine (`unified_exec_kernel.core`) is importable without Jupyter; the
 notebook faces load with `%load_ext unified_exec_kernel`.
 """
 
-from .core import *  # noqa: F403 - the engine's pinned public names
-from .core import __all__ as _core_names
+from .core import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    UNIFIED_EXEC_OUTPUT_MAX_BYTES,
+    CreateSessionError,
+    MissingCommandLineError,
+    OutputBuffer,
+    PtySession,
+    SessionInfo,
+    UnifiedExecError,
+    UnifiedExecRequest,
+    UnifiedExecResult,
+    UnifiedExecSessionManager,
+    UnknownSessionIdError,
+    WriteToStdinError,
+    truncate_middle,
+)
 
 __version__ = "0.1.0"
-__all__ = [*_core_names, "__version__", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "MAX_TIMEOUT_MS",
+    "UNIFIED_EXEC_OUTPUT_MAX_BYTES",
+    "CreateSessionError",
+    "MissingCommandLineError",
+    "OutputBuffer",
+    "PtySession",
+    "SessionInfo",
+    "UnifiedExecError",
+    "UnifiedExecRequest",
+    "UnifiedExecResult",
+    "UnifiedExecSessionManager",
+    "UnknownSessionIdError",
+    "WriteToStdinError",
+    "__version__",
+    "load_ipython_extension",
+    "truncate_middle",
+    "unload_ipython_extension",
+]
 
 
 def _jupyter_server_extension_points():

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from IPython.display import display
 
-from .core.models import UnifiedExecResult
-from .core.tail import ThrottledTail
+from .core.batcher import Batch, Batcher
+from .core.models import UnifiedExecResult, exit_state
+from .core.session import PtySession
+from .core.utf8 import newest
 from .render import render_terminal_text
 
-TAIL_CHARS = 16 * 1024
+TAIL_BYTES = 16 * 1024
 TAIL_LINES = 40
 
 
@@ -33,14 +35,24 @@ class CellOutput:
     def __init__(self, *, raw: bool = False):
         self.raw = raw
         self._handle = None
-        self._tail = ThrottledTail(self._show_tail, max_chars=TAIL_CHARS, interval=_update_interval)
-        self.updates = 0
+        self._tail = b""
+        self._batches: Batcher | None = None
 
-    def feed(self, text: str) -> None:
-        """Take new output (called for every chunk; cheap, never sends)."""
-        self._tail.feed(text)
+    def watch(self, session: PtySession):
+        """Show the session's output as it arrives; returns the function that stops it."""
+        self._batches = Batcher(
+            self._show_tail,
+            interval=_update_interval,
+            budget=lambda wanted: min(wanted, TAIL_BYTES),
+            keep_bytes=TAIL_BYTES,
+            offset=session.offset,
+            leading=False,
+        )
+        return session.subscribe(self._batches.push)
 
-    def _show_tail(self, window: str, _fresh: str) -> None:
+    def _show_tail(self, batch: Batch) -> None:
+        self._tail = newest(self._tail + batch.data if not batch.skipped else batch.data, TAIL_BYTES)
+        window = self._tail.decode("utf-8")
         if not self.raw:
             window = "\n".join(render_terminal_text(window).splitlines()[-TAIL_LINES:])
         self._show(window + "\n[…running]")
@@ -53,7 +65,8 @@ class CellOutput:
         self.finish_text(body + status_line(result, interrupted=interrupted))
 
     def finish_text(self, text: str) -> None:
-        self._tail.cancel()
+        if self._batches is not None:
+            self._batches.cancel()
         self._show(text)
 
     def _show(self, text: str) -> None:
@@ -62,16 +75,13 @@ class CellOutput:
             self._handle = display(bundle, raw=True, display_id=True)
         else:
             self._handle.update(bundle, raw=True)
-        self.updates += 1
 
 
 def status_line(result: UnifiedExecResult, *, interrupted: bool = False) -> str:
     if result.session_id is not None:
-        state = f"session {result.session_id} running"
-    elif result.exit_code is not None:
-        state = f"exited with code {result.exit_code}"
+        state = f"session {result.session_id} {exit_state(True, None)}"
     else:
-        state = "exited"
+        state = exit_state(False, result.exit_code)
     parts = [state, f"{result.wall_time:.2f} s"]
     if result.dropped_bytes:
         parts.append(f"{result.dropped_bytes:,} earlier bytes dropped (buffer full)")

@@ -19,24 +19,12 @@ from .core.session import SCROLLBACK_BYTES
 
 
 class UnifiedExec(Configurable):
-    max_sessions = Int(MAX_SESSIONS, help="Sessions kept at once; past it the least recently used is closed (exited ones first, never the 8 newest).").tag(config=True)
-    default_timeout_ms = Int(DEFAULT_TIMEOUT_MS, help="How long %%uexec collects output when no --timeout is given, in ms.").tag(config=True)
-    max_timeout_ms = Int(MAX_TIMEOUT_MS, help="Longest wait a request may ask for, in ms; longer ones are clamped with a warning line.").tag(config=True)
-    scrollback_bytes = Int(SCROLLBACK_BYTES, help="Output kept per session for live views that attach late, in bytes.").tag(config=True)
+    max_sessions = Int(MAX_SESSIONS, min=1, help="Sessions kept at once; past it the least recently used is closed (exited ones first, never the 8 newest).").tag(config=True)
+    default_timeout_ms = Int(DEFAULT_TIMEOUT_MS, min=0, help="How long %%uexec collects output when no --timeout is given, in ms.").tag(config=True)
+    max_timeout_ms = Int(MAX_TIMEOUT_MS, min=0, help="Longest wait a request may ask for, in ms; longer ones are clamped with a warning line.").tag(config=True)
+    scrollback_bytes = Int(SCROLLBACK_BYTES, min=1024, help="Output kept per session for live views that attach late, in bytes.").tag(config=True)
     env = Dict(value_trait=Unicode(), per_key_traits=None, help="Extra environment for every session's program, e.g. {'PAGER': 'cat', 'NO_COLOR': '1'}. TERM defaults to xterm-256color.").tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
-
-    @validate("max_sessions")
-    def _valid_max_sessions(self, proposal):
-        return _at_least(proposal, 1)
-
-    @validate("default_timeout_ms", "max_timeout_ms")
-    def _valid_timeout(self, proposal):
-        return _at_least(proposal, 0)
-
-    @validate("scrollback_bytes")
-    def _valid_scrollback(self, proposal):
-        return _at_least(proposal, 1024)
 
     @validate("env")
     def _valid_env(self, proposal):
@@ -65,9 +53,3 @@ class UnifiedExec(Configurable):
             "scrollback_bytes": self.scrollback_bytes,
             "env": dict(self.env),
         }
-
-
-def _at_least(proposal, minimum: int) -> int:
-    if proposal["value"] < minimum:
-        raise TraitError(f"UnifiedExec.{proposal['trait'].name} must be at least {minimum}, not {proposal['value']}")
-    return proposal["value"]

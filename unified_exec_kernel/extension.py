@@ -1,25 +1,26 @@
 """`%load_ext unified_exec_kernel`: one session manager per kernel, and its faces.
 
 The manager lives on the kernel's own asyncio loop. Loading wires the magics,
-the cell rewrite that makes them cooperative, and the cleanup that ends every
-session's processes when the kernel shuts down or restarts (ipykernel 7 runs
-`do_shutdown` on its control thread, so that cleanup signals by pid and never
-touches the loop) and at interpreter exit.
+the cell rewrite that makes them cooperative, the comm target, and the
+cleanup that ends every session's processes when the kernel shuts down or
+restarts and at interpreter exit. Shutdown runs on ipykernel 7's control
+thread, so that cleanup signals by pid and never touches the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import re
 
+from . import current, kernel_patches
 from .comm import COMM_TARGET, open_handler
 from .config import UnifiedExec
 from .core.manager import UnifiedExecSessionManager
 from .magics import UnifiedExecMagics
 from .widget import TerminalWidget
 
-_ATTR = "_unified_exec"
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
 # The magic's name must end at a space or the line's end, so `%%uexec?`
 # (IPython's help) is left alone while `%uexec -s 0 echo $?` is not.
@@ -28,32 +29,35 @@ _LINE_MAGIC = re.compile(r"%(uexec|uexec_kill)(?=\s|$)(.*)")
 
 
 def load_ipython_extension(ipython) -> None:
-    if getattr(ipython, _ATTR, None) is not None:
+    if current.manager_of(ipython) is not None:
         return
     settings = UnifiedExec(parent=ipython)
     manager = UnifiedExecSessionManager(**settings.manager_options())
-    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=TerminalWidget)
+    live_view = functools.partial(TerminalWidget, manager=manager)
+    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=live_view)
     ipython.register_magics(magics)
     ipython.push({"__uexec__": magics}, interactive=False)
-    rewrite = _make_rewrite(ipython)
-    ipython.input_transformers_cleanup.append(rewrite)
-    ipython.events.register("pre_run_cell", _reset_last_traceback)
+    ipython.input_transformers_cleanup.append(_rewrite_uexec)
+    ipython.events.register("pre_run_cell", kernel_patches.reset_last_traceback)
     atexit.register(manager.terminate_all_threadsafe)
-    _end_sessions_on_kernel_shutdown(ipython, manager)
-    _open_comm_target(ipython, manager)
-    TerminalWidget.manager = manager
-    setattr(ipython, _ATTR, (manager, magics, rewrite))
+    kernel = getattr(ipython, "kernel", None)
+    if kernel is not None:
+        from .kernel import UnifiedExecKernel
+
+        if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
+            kernel_patches.end_sessions_on_shutdown(kernel, manager.terminate_all_threadsafe)
+        _open_comm_target(kernel, manager)
+    current.set_manager(ipython, manager)
 
 
 def unload_ipython_extension(ipython) -> None:
-    state = getattr(ipython, _ATTR, None)
-    if state is None:
+    manager = current.manager_of(ipython)
+    if manager is None:
         return
-    manager, _magics, rewrite = state
-    ipython.input_transformers_cleanup.remove(rewrite)
-    ipython.events.unregister("pre_run_cell", _reset_last_traceback)
+    ipython.input_transformers_cleanup.remove(_rewrite_uexec)
+    ipython.events.unregister("pre_run_cell", kernel_patches.reset_last_traceback)
     atexit.unregister(manager.terminate_all_threadsafe)
-    setattr(ipython, _ATTR, None)
+    current.set_manager(ipython, None)
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -65,49 +69,29 @@ def unload_ipython_extension(ipython) -> None:
     task.add_done_callback(_closing.discard)
 
 
-def _make_rewrite(ipython):
-    def rewrite_uexec(lines: list[str]) -> list[str]:
-        """`%%uexec` cells and `%uexec` lines -> awaits on the kernel loop (see magics.py)."""
-        if not lines or not getattr(ipython, "autoawait", False):
-            return lines
-        first = lines[0].rstrip("\n")
-        cell = _CELL_MAGIC.fullmatch(first)
-        if cell:
-            return [f"await __uexec__.run_uexec({cell.group(1).strip()!r}, {''.join(lines[1:])!r})\n"]
-        rewritten = []
-        for line in lines:
-            stripped = line.rstrip("\n")
-            magic = _LINE_MAGIC.fullmatch(stripped)
-            if magic:
-                name, rest = magic.group(1), magic.group(2).strip()
-                call = f"__uexec__.run_uexec({rest!r}, None)" if name == "uexec" else f"__uexec__.run_uexec_kill({rest!r})"
-                rewritten.append(f"await {call}\n")
-            else:
-                rewritten.append(line)
-        return rewritten
-
-    return rewrite_uexec
-
-
-def _reset_last_traceback(_info=None) -> None:
-    """Give ipykernel's error reply a clean slate before every cell.
-
-    ipykernel 7 resets `shell._last_traceback` only on its synchronous path;
-    an awaiting cell (ours) that ends in a UsageError (which prints one line
-    and records no traceback) would otherwise make `do_execute` fail on the
-    missing attribute, or reply with an older cell's traceback.
-    """
+def _rewrite_uexec(lines: list[str]) -> list[str]:
+    """`%%uexec` cells and `%uexec` lines -> awaits on the kernel loop (see magics.py)."""
     from IPython import get_ipython
 
-    shell = get_ipython()
-    if shell is not None:
-        shell._last_traceback = None
+    if not lines or not getattr(get_ipython(), "autoawait", False):
+        return lines
+    first = lines[0].rstrip("\n")
+    cell = _CELL_MAGIC.fullmatch(first)
+    if cell:
+        return [f"await __uexec__.run_uexec({cell.group(1).strip()!r}, {''.join(lines[1:])!r})\n"]
+    rewritten = []
+    for line in lines:
+        magic = _LINE_MAGIC.fullmatch(line.rstrip("\n"))
+        if magic:
+            name, rest = magic.group(1), magic.group(2).strip()
+            call = f"__uexec__.run_uexec({rest!r}, None)" if name == "uexec" else f"__uexec__.run_uexec_kill({rest!r})"
+            rewritten.append(f"await {call}\n")
+        else:
+            rewritten.append(line)
+    return rewritten
 
 
-def _open_comm_target(ipython, manager: UnifiedExecSessionManager) -> None:
-    kernel = getattr(ipython, "kernel", None)
-    if kernel is None:
-        return  # a terminal IPython: no front end to talk to
+def _open_comm_target(kernel, manager: UnifiedExecSessionManager) -> None:
     import comm
 
     def kernel_loop() -> asyncio.AbstractEventLoop:
@@ -117,16 +101,3 @@ def _open_comm_target(ipython, manager: UnifiedExecSessionManager) -> None:
         return io_loop.asyncio_loop if io_loop is not None else asyncio.get_event_loop()
 
     comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, kernel_loop))
-
-
-def _end_sessions_on_kernel_shutdown(ipython, manager: UnifiedExecSessionManager) -> None:
-    kernel = getattr(ipython, "kernel", None)
-    if kernel is None:
-        return
-    original = kernel.do_shutdown
-
-    def do_shutdown(restart):
-        manager.terminate_all_threadsafe()
-        return original(restart)
-
-    kernel.do_shutdown = do_shutdown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipykernel.ipkernel import IPythonKernel
 
-from . import __version__
+from . import __version__, current
 
 
 class UnifiedExecKernel(IPythonKernel):
@@ -15,3 +15,11 @@ class UnifiedExecKernel(IPythonKernel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.shell.extension_manager.load_extension("unified_exec_kernel")
+
+    def do_shutdown(self, restart):
+        # ipykernel 7 calls this on its control thread: end the sessions by
+        # signalling their processes, without touching the loop they live on.
+        manager = current.manager_of(self.shell)
+        if manager is not None:
+            manager.terminate_all_threadsafe()
+        return super().do_shutdown(restart)

@@ -1,4 +1,4 @@
-"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`: the notebook face of the engine.
+"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`: parse the line, hand on the request.
 
 Waiting for a session must not block the kernel's loop (that loop reads every
 session, feeds live views and runs timers). A synchronous magic would block
@@ -7,31 +7,30 @@ lines into `await`s of the coroutines here, which ipykernel runs as a task on
 its loop. The registered magics remain for calls that bypass the rewrite
 (`run_cell_magic`, `%autoawait off`): they start the same coroutine as a
 background task, whose output still lands in the calling cell.
+
+The `magic_arguments` decorators are the one table of options: `%%uexec?`
+prints them, and the line splitter asks the same parser which options take
+a value.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import re
 import shlex
 import signal
-import time
-from dataclasses import replace
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from .cell_output import CellOutput, status_line
-from .core.agent_format import format_for_agent
+from .cell_run import CellRequest, run_in_cell
 from .core.errors import UnifiedExecError
 from .core.keys import keys_text, signal_number
 from .core.manager import UnifiedExecSessionManager
-from .core.models import UnifiedExecRequest, UnifiedExecResult
-
-# Options of %uexec that take a value; the line magic's body starts after them.
-_VALUE_OPTIONS = {"-s", "--session", "-t", "--timeout", "--out", "--format"}
+from .kernel_patches import wake_on_signals
+from .session_table import SessionTable
 
 
 @magics_class
@@ -70,89 +69,40 @@ class UnifiedExecMagics(Magics):
         self._in_background(self.run_uexec(line, cell))
 
     async def run_uexec(self, line: str, cell: str | None) -> None:
-        if cell is None:
-            options_text, body = split_line_magic(line)
-        else:
-            options_text, body = line, cell
-        args = parse_argstring(self.uexec, options_text)
+        options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
+        args = parse_argstring(self.uexec, options)
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
-        _wake_on_signals()
-        if args.live:
-            result = await self._collect_live(request, raw=args.raw)
-        else:
-            view = CellOutput(raw=args.raw or args.format == "agent")
-            result, interrupted = await self._collect(request, view)
-            if args.format == "agent":
-                view.finish_text(format_for_agent(result))
-            else:
-                view.finish(result, interrupted=interrupted)
+        wake_on_signals()
+        result = await run_in_cell(self.manager, request, self.live_view)
         if args.out:
             self.shell.user_ns[args.out] = result
 
-    async def _collect_live(self, request: UnifiedExecRequest, *, raw: bool) -> UnifiedExecResult:
-        """Show the session's live view first, then wait as usual; the view shows the output."""
-        if self.live_view is None:
-            raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
-        first = None
-        if request.session_id is None:
-            # Start it without waiting, so the view appears before the program prints.
-            first, _ = await self._collect(UnifiedExecRequest(None, request.input_chunks, 0), None)
-            if first.session_id is None:
-                CellOutput(raw=raw).finish(first)  # gone already: nothing to watch live
-                return first
-            request = UnifiedExecRequest(first.session_id, (), request.timeout_ms)
-        try:
-            display(self.live_view(request.session_id))
-        except UnifiedExecError as error:
-            raise UsageError(str(error)) from None
-        result, interrupted = await self._collect(request, None)
-        if first is not None:
-            result = replace(result, output=first.output + result.output, wall_time=first.wall_time + result.wall_time)
-        print(status_line(result, interrupted=interrupted))
-        return result
-
-    def _request(self, args, body: str) -> UnifiedExecRequest:
+    def _request(self, args, body: str) -> CellRequest:
         if args.timeout is not None and args.timeout < 0:
             raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
-        keys = _keys(args.keys)
-        if args.session is None:
-            if args.keys:
-                raise UsageError("--keys goes with --session: a new session has nothing to type into yet")
+        shown = {"timeout_ms": args.timeout, "raw": args.raw, "agent_format": args.format == "agent", "live": args.live}
+        if args.session is not None:
             if args.shell:
-                if not body.strip():
-                    raise UsageError("--shell needs a script in the cell body")
-                argv = [self.shell_program, "-c", body.rstrip("\n")]
-            else:
-                try:
-                    argv = shlex.split(body)
-                except ValueError as error:
-                    raise UsageError(f"cannot split the command line: {error}") from None
-                if not argv:
-                    raise UsageError("empty command: put the program to run after %%uexec (or in the cell)")
-            return UnifiedExecRequest(None, argv, args.timeout)
-        if args.shell:
-            raise UsageError("--shell starts a new session; it cannot go with --session")
-        text = _typed(body, no_newline=args.no_newline) + keys
-        return UnifiedExecRequest(args.session, [text] if text else [], args.timeout)
+                raise UsageError("--shell starts a new session; it cannot go with --session")
+            return CellRequest(session_id=args.session, text=_typed(body, no_newline=args.no_newline) + _keys(args.keys), **shown)
+        if args.keys:
+            raise UsageError("--keys goes with --session: a new session has nothing to type into yet")
+        return CellRequest(argv=self._command(body, script=args.shell), **shown)
 
-    async def _collect(self, request: UnifiedExecRequest, view: CellOutput | None) -> tuple[UnifiedExecResult, bool]:
-        """Run the request; an interrupt (the stop button) ends the wait but keeps the session."""
-        stop = asyncio.Event()
-        on_output = view.feed if view is not None else None
-        work = asyncio.ensure_future(self.manager.handle_request(request, on_output=on_output, stop=stop))
+    def _command(self, body: str, *, script: bool) -> list[str]:
+        if script:
+            if not body.strip():
+                raise UsageError("--shell needs a script in the cell body")
+            return [self.shell_program, "-c", body.rstrip("\n")]
         try:
-            try:
-                return await asyncio.shield(work), False
-            except asyncio.CancelledError:
-                if work.done() and work.cancelled():
-                    raise
-                stop.set()
-                _uncancel()
-                return await work, True
-        except UnifiedExecError as error:
-            raise UsageError(str(error)) from None
+            argv = shlex.split(body)
+        except ValueError as error:
+            raise UsageError(f"cannot split the command line: {error}") from None
+        if not argv:
+            raise UsageError("empty command: put the program to run after %%uexec (or in the cell)")
+        return argv
 
     # -- %uexec_sessions / %uexec_kill ---------------------------------------
 
@@ -186,10 +136,7 @@ class UnifiedExecMagics(Magics):
         if not ids:
             print("no sessions to close")
             return
-        if sig is None:
-            done = "closed"
-        else:
-            done = f"sent {signal.Signals(sig).name if sig in signal.valid_signals() else f'signal {sig}'} to"
+        done = "closed" if sig is None else f"sent {signal.Signals(sig).name} to"
         print(f"{done} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
 
     # -- plumbing ------------------------------------------------------------
@@ -210,23 +157,54 @@ class UnifiedExecMagics(Magics):
         task.add_done_callback(done)
 
 
-def split_line_magic(line: str) -> tuple[str, str]:
-    """Split `%uexec` options from its body, keeping the body exactly as typed."""
-    tokens = list(re.finditer(r"\S+", line))
-    index = 0
-    while index < len(tokens):
-        token = tokens[index].group()
-        if token == "--":
-            return line[: tokens[index].start()], line[tokens[index].end() :].lstrip(" ")
-        if not token.startswith("-"):
-            break
-        if token == "--keys":
+def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, str]:
+    """Split `%uexec` options from its body, keeping the body exactly as typed.
+
+    The options end at the first word that is not an option or an option's
+    value, as the magic's own parser defines them; `--` ends them too. Only
+    the options are tokenised (as a shell would), never the body.
+    """
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    values_due = 0
+    while True:
+        start = _skip_blanks(line, lexer.instream.tell())
+        if start >= len(line):
             return line, ""
-        index += 2 if token in _VALUE_OPTIONS else 1
-    if index >= len(tokens):
-        return line, ""
-    start = tokens[index].start()
-    return line[:start], line[start:]
+        if not values_due and not line.startswith("-", start):
+            return line[:start], line[start:]
+        try:
+            token = lexer.get_token()
+        except ValueError as error:
+            raise UsageError(f"cannot read the options: {error}") from None
+        if values_due:
+            values_due -= 1
+            continue
+        if token == "--":
+            return line[:start], line[_skip_blanks(line, lexer.instream.tell()) :]
+        action = _option(parser, token)
+        if action is None:
+            continue  # not ours: the parser will say so
+        if action.nargs in ("+", "*", argparse.REMAINDER):
+            return line, ""  # --keys takes the rest of the line
+        if "=" not in token:
+            values_due = 1 if action.nargs is None else action.nargs if isinstance(action.nargs, int) else 0
+
+
+def _option(parser: argparse.ArgumentParser, token: str) -> argparse.Action | None:
+    name = token.split("=", 1)[0]
+    actions = parser._option_string_actions  # argparse's own table of option strings
+    if name in actions:
+        return actions[name]
+    matches = {actions[known] for known in actions if name.startswith("--") and known.startswith(name)}
+    return matches.pop() if len(matches) == 1 else None
+
+
+def _skip_blanks(line: str, position: int) -> int:
+    while position < len(line) and line[position] in " \t":
+        position += 1
+    return position
 
 
 def _typed(body: str, *, no_newline: bool) -> str:
@@ -249,78 +227,3 @@ def _signal(name: str) -> int:
         return signal_number(name)
     except ValueError as error:
         raise UsageError(str(error)) from None
-
-
-def _wake_on_signals() -> None:
-    """Let an interrupt reach an idle loop at once.
-
-    ipykernel cancels an awaiting cell from a Python SIGINT handler, which only
-    runs when the main thread wakes up; an idle loop sleeps in its selector
-    until its next timer. Any asyncio signal handler installs the loop's
-    wakeup fd, so every signal then wakes the selector within milliseconds.
-    SIGWINCH is one a kernel (which has no terminal) never otherwise gets.
-    """
-    loop = asyncio.get_running_loop()
-    if getattr(loop, "_uexec_wakeup", False):
-        return
-    try:
-        loop.add_signal_handler(signal.SIGWINCH, lambda: None)
-    except (RuntimeError, ValueError, NotImplementedError):
-        return  # not the main thread, or a loop without signal support
-    loop._uexec_wakeup = True
-
-
-def _uncancel() -> None:
-    # Python >= 3.11 counts cancellations; this cell has handled its one.
-    task = asyncio.current_task()
-    if task is not None and hasattr(task, "uncancel"):
-        task.uncancel()
-
-
-class SessionTable:
-    """`%uexec_sessions` output: HTML in a notebook, aligned text elsewhere."""
-
-    headers = ("id", "command", "pid", "state", "exit code", "age")
-
-    def __init__(self, sessions):
-        now = time.time()
-        self.rows = [
-            (
-                str(info.session_id),
-                command_label(info.command),
-                str(info.pid),
-                "running" if info.alive else "exited",
-                "" if info.exit_code is None else str(info.exit_code),
-                _age(now - info.started),
-            )
-            for info in sessions
-        ]
-
-    def __repr__(self) -> str:
-        if not self.rows:
-            return "no uexec sessions"
-        widths = [max(len(row[i]) for row in [self.headers, *self.rows]) for i in range(len(self.headers))]
-        return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [self.headers, *self.rows])
-
-    def _repr_html_(self) -> str:
-        if not self.rows:
-            return "<p>no uexec sessions</p>"
-        from html import escape
-
-        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
-        body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in self.rows)
-        return f"<table class='uexec-sessions'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def command_label(argv: list[str], width: int = 60) -> str:
-    """A command on one line (a --shell script has newlines), shortened to `width`."""
-    label = shlex.join(arg.rstrip("\n") for arg in argv).replace("\n", "↵")
-    return label if len(label) <= width else label[: width - 1] + "…"
-
-
-def _age(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

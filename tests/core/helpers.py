@@ -18,8 +18,8 @@ class Reader:
         self.text = ""
         session.subscribe(self._on_output)
 
-    def _on_output(self, text: str, offset: int, end: int) -> None:
-        self.text += text
+    def _on_output(self, data: bytes, offset: int) -> None:
+        self.text += data.decode()
 
     async def until(self, needle: str, timeout: float = 10.0) -> str:
         loop = asyncio.get_running_loop()

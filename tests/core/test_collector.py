@@ -13,7 +13,7 @@ from unified_exec_kernel.core.collector import HeadTailCollector
 def test_result_is_identical_to_truncating_everything(chunks, max_bytes):
     collector = HeadTailCollector(max_bytes)
     for chunk in chunks:
-        collector.push(chunk)
+        collector.push(chunk.encode())
     assert collector.truncated() == truncate_middle("".join(chunks), max_bytes)
     assert collector.total_bytes == len("".join(chunks).encode())
 
@@ -21,7 +21,7 @@ def test_result_is_identical_to_truncating_everything(chunks, max_bytes):
 def test_memory_stays_bounded_under_a_flood():
     collector = HeadTailCollector(1024)
     for _ in range(10_000):
-        collector.push("x" * 1000 + "\n")
+        collector.push(b"x" * 1000 + b"\n")
     assert len(collector._head) + len(collector._tail) <= 3 * 1024
     assert collector.total_bytes == 10_010_000
     out, tokens = collector.truncated()

@@ -194,9 +194,11 @@ async def test_stop_ends_the_wait_early_and_keeps_the_session(manager):
     assert manager.list_sessions()[0].alive
 
 
-async def test_on_output_sees_the_text_as_it_arrives(manager):
+async def test_a_subscriber_sees_the_output_as_it_arrives(manager):
     seen = []
-    result = await manager.handle_request(request(None, ["bash", "-c", "echo a; sleep 0.2; echo b"], 5000), on_output=seen.append)
+    session_id = manager.spawn(["bash", "-c", "echo a; sleep 0.2; echo b"])
+    manager.session(session_id).subscribe(lambda data, _offset: seen.append(data.decode()))
+    result = await manager.write(session_id, timeout_ms=5000)
     assert "".join(seen) == result.output == "a\r\nb\r\n"
     assert len(seen) >= 2
 

@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from unified_exec_kernel.core.session import terminate_sessions
+from unified_exec_kernel.core.termination import terminate_blocking
 
 from ..conftest import session_processes
 from .helpers import Reader, spawn
@@ -43,8 +43,8 @@ async def test_exit_code_is_the_status_or_minus_the_signal(command, code):
 async def test_every_subscriber_sees_every_byte_once_in_order():
     session = spawn(["bash", "-c", "seq 1 20000"])
     seen = {"a": [], "b": []}
-    session.subscribe(lambda text, start, end: seen["a"].append((text, start, end)))
-    session.subscribe(lambda text, start, end: seen["b"].append((text, start, end)))
+    session.subscribe(lambda data, start: seen["a"].append((data.decode(), start, start + len(data))))
+    session.subscribe(lambda data, start: seen["b"].append((data.decode(), start, start + len(data))))
     await finished(session)
     await session.close()
     expected = "".join(f"{i}\r\n" for i in range(1, 20001))
@@ -58,9 +58,9 @@ async def test_every_subscriber_sees_every_byte_once_in_order():
 async def test_output_waits_in_the_buffer_and_scrollback_without_a_sink():
     session = spawn(["bash", "-c", "echo hello"])
     await finished(session)
-    assert session.scrollback_snapshot() == (0, "hello\r\n")
-    chunks, dropped = session.buffer.drain()
-    assert ("".join(chunks), dropped) == ("hello\r\n", 0)
+    assert session.scrollback_snapshot() == (0, b"hello\r\n")
+    data, dropped = session.buffer.drain()
+    assert (data, dropped) == (b"hello\r\n", 0)
     await session.close()
 
 
@@ -68,7 +68,7 @@ async def test_scrollback_keeps_the_newest_bytes_and_says_where_they_start():
     session = spawn(["bash", "-c", "head -c 5000 /dev/zero | tr '\\0' x"], scrollback_bytes=1000)
     await finished(session)
     start, text = session.scrollback_snapshot()
-    assert (start, text) == (4000, "x" * 1000)
+    assert (start, text) == (4000, b"x" * 1000)
     await session.close()
 
 
@@ -159,7 +159,7 @@ async def test_close_ends_jobs_of_an_interactive_shell():
     assert session_processes(session.pid) == []
 
 
-def test_terminate_sessions_works_off_the_loop():
+def test_terminate_blocking_works_off_the_loop():
     async def start():
         session = spawn(["bash", "-c", "trap '' HUP; sleep 300 & wait"])
         await asyncio.sleep(0.2)
@@ -171,7 +171,7 @@ def test_terminate_sessions_works_off_the_loop():
         # ipykernel runs shutdown on its control thread: this must not need the loop.
         import threading
 
-        thread = threading.Thread(target=terminate_sessions, args=([session.pid],))
+        thread = threading.Thread(target=terminate_blocking, args=([session.pid], 0.2))
         thread.start()
         thread.join(5)
         assert session_processes(session.pid) == []

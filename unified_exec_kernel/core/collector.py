@@ -18,8 +18,9 @@ class HeadTailCollector:
         self._head = bytearray()
         self._tail = bytearray()
 
-    def push(self, chunk: str) -> None:
-        data = memoryview(chunk.encode("utf-8", "surrogatepass"))
+    def push(self, data: bytes, _offset: int = 0) -> None:
+        """Take output bytes (a session subscriber's signature: data and its offset)."""
+        data = memoryview(data)
         self.total_bytes += len(data)
         room = self.max_bytes - len(self._head)
         if room > 0:

@@ -53,13 +53,20 @@ def keys_text(names: Iterable[str]) -> str:
 
 def signal_number(name: str | int) -> int:
     """A signal given as a number, or a name with or without `SIG` (`INT`, `sigterm`)."""
+    number = None
     if isinstance(name, int) and not isinstance(name, bool):
-        return name
-    if isinstance(name, str):
-        if name.lstrip("-").isdigit():
-            return int(name)
+        number = name
+    elif isinstance(name, str):
         upper = name.upper()
         full = upper if upper.startswith("SIG") else "SIG" + upper
-        if full in signal.Signals.__members__:
-            return int(signal.Signals[full])
-    raise ValueError(f"unknown signal {name!r}: use a name like INT, TERM, KILL or a number")
+        if name.isdigit() and len(name) < 4:
+            number = int(name)
+        elif full in signal.Signals.__members__:
+            number = int(signal.Signals[full])
+    if number not in _NAMED_SIGNALS:
+        raise ValueError(f"unknown signal {name!r}: use a name like INT, TERM, KILL or a number")
+    return number
+
+
+# Real-time signals have numbers but no names here; a session is sent the named ones.
+_NAMED_SIGNALS = frozenset(int(sig) for sig in signal.Signals)

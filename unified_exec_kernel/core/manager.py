@@ -1,12 +1,14 @@
 """`UnifiedExecSessionManager`: the seed's session manager on asyncio.
 
-It keeps sessions by integer id, starts commands, writes input, collects what
-a session prints for up to a timeout, and answers with the middle-truncated
-text. Beyond the seed (as the newest Codex does): a request returns as soon as
-the program has exited and its output is drained; a session that exited
-between polls hands its unread output to the next request before its id
-becomes unknown; live sessions are capped with least-recently-used pruning;
-and a flood costs only what truncation keeps.
+It keeps sessions by integer id. Its own API is the newest Codex's pair:
+`start` a command and `write` to a running one (an empty write just polls),
+both collecting what the session prints for up to a timeout and answering
+with the middle-truncated text. `handle_request` is the seed's single entry,
+kept with its exact semantics as a thin facade over the two. Beyond the seed:
+a request returns as soon as the program has exited and its output is
+drained; a session that exited between polls hands its unread output to the
+next request before its id becomes unknown; live sessions are capped with
+least-recently-used pruning; and a flood costs only what truncation keeps.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
@@ -29,7 +31,8 @@ from .models import (
     UnifiedExecRequest,
     UnifiedExecResult,
 )
-from .session import SCROLLBACK_BYTES, PtySession, terminate_sessions
+from .session import SCROLLBACK_BYTES, PtySession
+from .termination import terminate_blocking
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,7 @@ class _Managed:
     session: PtySession
     last_used: float
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    notice: str = ""  # a warning for the session's first result
 
 
 class UnifiedExecSessionManager:
@@ -72,68 +76,102 @@ class UnifiedExecSessionManager:
         self._sessions: dict[int, _Managed] = {}
         self._next_id = itertools.count()
         self._listeners: list[Callable[[], None]] = []
-        self._background: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Task] = set()
 
-    # -- the seed's request --------------------------------------------------
+    # -- start and write -------------------------------------------------------
 
-    async def handle_request(
-        self,
-        request: UnifiedExecRequest,
-        *,
-        on_output: Callable[[str], None] | None = None,
-        stop: asyncio.Event | None = None,
+    async def start(self, argv: Sequence[str], *, timeout_ms: int | None = None, stop: asyncio.Event | None = None) -> UnifiedExecResult:
+        """Start `argv` in a new session, then collect its output (Codex's `exec_command`)."""
+        timeout_ms, warning = self._clamp_timeout(timeout_ms)  # before spawning, as the seed
+        session_id = self.spawn(argv)
+        return await self._collect(session_id, "", timeout_ms, warning, stop)
+
+    async def write(
+        self, session_id: int, text: str = "", *, timeout_ms: int | None = None, stop: asyncio.Event | None = None
     ) -> UnifiedExecResult:
-        """Start or write, then collect output until the timeout, the program's end, or `stop`.
+        """Type `text` into a session (nothing: just poll), then collect (Codex's `write_stdin`).
 
-        `on_output` sees the text as it arrives; setting `stop` ends the wait
-        early (an interrupted cell) with what was collected so far.
+        The wait ends at the timeout, when the program has exited and its
+        output is drained, or when `stop` is set (an interrupted cell).
         """
-        started = time.monotonic()
-        timeout_ms, warnings = self._clamp_timeout(request.timeout_ms)
-        if request.session_id is None:
-            managed = self._spawn(list(request.input_chunks))
-            if len(self._sessions) >= self.warn_sessions:
-                warnings += (
-                    f"Warning: {len(self._sessions)} sessions are open; at {self.max_sessions} the least "
-                    "recently used one will be closed to make room. Close the ones you no longer need.\n"
-                )
-        else:
-            managed = self._get_managed(request.session_id)
+        timeout_ms, warning = self._clamp_timeout(timeout_ms)
+        return await self._collect(session_id, text, timeout_ms, warning, stop)
 
+    async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
+        """The seed's entry: `input_chunks` is the argv of a new session, or text joined with spaces."""
+        if request.session_id is None:
+            return await self.start(request.input_chunks, timeout_ms=request.timeout_ms, stop=stop)
+        return await self.write(request.session_id, " ".join(request.input_chunks), timeout_ms=request.timeout_ms, stop=stop)
+
+    def spawn(self, argv: Sequence[str]) -> int:
+        """Start `argv` in a new session without waiting; its id.
+
+        For a face that subscribes to the session's output before collecting
+        it with `write(session_id)`.
+        """
+        argv = list(argv)
+        session_id = next(self._next_id)
+        if not argv or not argv[0]:
+            raise MissingCommandLineError()
+        self._make_room()
+        env = {**os.environ, "TERM": "xterm-256color", **self.env}
+        try:
+            session = PtySession(
+                session_id,
+                argv,
+                env,
+                buffer_bytes=self.output_max_bytes,
+                scrollback_bytes=self.scrollback_bytes,
+                backend=self.spawn_backend,
+            )
+        except OSError as error:
+            raise CreateSessionError(argv, error) from error
+        managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
+        if len(self._sessions) >= self.warn_sessions:
+            managed.notice = (
+                f"Warning: {len(self._sessions)} sessions are open; at {self.max_sessions} the least "
+                "recently used one will be closed to make room. Close the ones you no longer need.\n"
+            )
+        session.add_exit_callback(lambda _session: self._changed())
+        self._changed()
+        return session_id
+
+    async def _collect(
+        self, session_id: int, text: str, timeout_ms: int, warning: str, stop: asyncio.Event | None
+    ) -> UnifiedExecResult:
+        started = time.monotonic()
+        managed = self._get_managed(session_id)
         async with managed.lock:
             session = managed.session
-            if self._sessions.get(session.session_id) is not managed:
+            if self._sessions.get(session_id) is not managed:
                 # Another request on this session reported its exit while we queued.
-                raise UnknownSessionIdError(session.session_id)
+                raise UnknownSessionIdError(session_id)
             managed.last_used = time.monotonic()
+            notice, managed.notice = managed.notice, ""
             collector = HeadTailCollector(self.output_max_bytes)
-
-            def sink(text: str) -> None:
-                collector.push(text)
-                if on_output is not None:
-                    on_output(text)
-
-            pending, dropped = session.buffer.drain()
-            for text in pending:
-                sink(text)
-            session.set_sink(sink)
+            # What arrived since the last request comes first, then what arrives now.
+            unread, dropped = session.buffer.drain()
+            collector.push(unread)
+            unsubscribe = session.subscribe(collector.push)
             try:
-                joined = " ".join(request.input_chunks)
-                if request.session_id is not None and joined and not session.finished:
-                    session.write(joined)
+                # A program that exited while a grandchild holds the terminal
+                # cannot read: collect its last words instead (as Codex does).
+                if text and session.alive:
+                    session.write(text)
                 await self._wait(session, timeout_ms / 1000, stop)
             finally:
-                session.set_sink(None)
+                unsubscribe()
+                session.buffer.drain()  # the collector has it all
 
             output, _ = collector.truncated()
-            result_id: int | None = session.session_id
+            result_id: int | None = session_id
             if session.finished:
                 result_id = None
-                if self._sessions.get(session.session_id) is managed:  # not killed meanwhile
-                    self._forget(session.session_id)
+                if self._sessions.get(session_id) is managed:  # not killed meanwhile
+                    self._remove(session_id)
             return UnifiedExecResult(
                 session_id=result_id,
-                output=warnings + output,
+                output=warning + notice + output,
                 exit_code=session.exit_code if session.finished else None,
                 wall_time=time.monotonic() - started,
                 original_token_count=collector.token_count,
@@ -163,30 +201,7 @@ class UnifiedExecSessionManager:
             for waiter in waiters:
                 waiter.cancel()
 
-    # -- sessions ------------------------------------------------------------
-
-    def _spawn(self, argv: list[str]) -> _Managed:
-        session_id = next(self._next_id)
-        if not argv or not argv[0]:
-            raise MissingCommandLineError()
-        self._make_room()
-        env = {**os.environ, "TERM": "xterm-256color", **self.env}
-        try:
-            session = PtySession(
-                session_id,
-                argv,
-                env,
-                buffer_bytes=self.output_max_bytes,
-                scrollback_bytes=self.scrollback_bytes,
-                backend=self.spawn_backend,
-            )
-        except OSError as error:
-            raise CreateSessionError(argv, error) from error
-        managed = _Managed(session, last_used=time.monotonic())
-        self._sessions[session_id] = managed
-        session.add_exit_callback(lambda _session: self._changed())
-        self._changed()
-        return managed
+    # -- sessions --------------------------------------------------------------
 
     def _make_room(self) -> None:
         if len(self._sessions) < self.max_sessions:
@@ -196,7 +211,7 @@ class UnifiedExecSessionManager:
         exited = [managed for managed in candidates if managed.session.finished]
         victim = (exited or candidates)[0]
         log.info("uexec: closing session %s to make room", victim.session.session_id)
-        self._forget(victim.session.session_id)
+        self._remove(victim.session.session_id)
 
     def _get_managed(self, session_id: int) -> _Managed:
         managed = self._sessions.get(session_id)
@@ -205,15 +220,15 @@ class UnifiedExecSessionManager:
         return managed
 
     def session(self, session_id: int) -> PtySession:
-        """The live session with this id, for faces that attach, type or resize."""
+        """The session with this id, for faces that attach, type or resize."""
         return self._get_managed(session_id).session
 
-    def _forget(self, session_id: int) -> asyncio.Task:
-        """Remove the session and close it in the background; the closing task."""
+    def _remove(self, session_id: int) -> asyncio.Task:
+        """Take the session out of the table and close it in the background; the closing task."""
         managed = self._sessions.pop(session_id)
         task = asyncio.ensure_future(managed.session.close())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
         self._changed()
         return task
 
@@ -227,7 +242,7 @@ class UnifiedExecSessionManager:
                 exit_code=session.exit_code,
                 started=session.started,
             )
-            for session in [managed.session for managed in self._sessions.values()]
+            for session in (managed.session for managed in self._sessions.values())
         ]
 
     async def kill(self, session_id: int, sig: int | None = None) -> None:
@@ -236,22 +251,22 @@ class UnifiedExecSessionManager:
         if sig is not None:
             managed.session.send_signal(sig)
             return
-        await self._forget(session_id)
+        await self._remove(session_id)
 
     async def close_all(self) -> None:
         sessions = [managed.session for managed in self._sessions.values()]
         self._sessions.clear()
         if sessions:
             self._changed()
-        await asyncio.gather(*(session.close() for session in sessions), *self._background)
+        await asyncio.gather(*(session.close() for session in sessions), *self._closing)
 
     def terminate_all_threadsafe(self, grace: float = 0.2) -> None:
         """End every session's processes from any thread (a shutdown hook, atexit). Blocks."""
         pids = [managed.session.pid for managed in list(self._sessions.values())]
         if pids:
-            terminate_sessions(pids, grace)
+            terminate_blocking(pids, grace)
 
-    # -- change notification -------------------------------------------------
+    # -- change notification ---------------------------------------------------
 
     def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call `listener` whenever a session starts, exits or is removed."""

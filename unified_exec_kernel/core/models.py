@@ -67,3 +67,10 @@ class SessionInfo:
     alive: bool = True
     exit_code: int | None = None
     started: float = 0.0
+
+
+def exit_state(alive: bool, exit_code: int | None) -> str:
+    """How every face words a program's state."""
+    if alive:
+        return "running"
+    return "exited" if exit_code is None else f"exited with code {exit_code}"

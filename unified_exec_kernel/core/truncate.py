@@ -15,6 +15,8 @@ truncating everything.
 
 from __future__ import annotations
 
+from .utf8 import is_continuation
+
 APPROX_BYTES_PER_TOKEN = 4
 _FIXED_POINT_ROUNDS = 4
 
@@ -113,7 +115,7 @@ class _Utf8:
         return self.tail[index - self.tail_offset]
 
     def is_char_boundary(self, index: int) -> bool:
-        return index >= self.total or index == 0 or (self.byte_at(index) & 0xC0) != 0x80
+        return index >= self.total or index == 0 or not is_continuation(self.byte_at(index))
 
     def slice(self, start: int, end: int) -> str:
         if end <= len(self.head):

@@ -1,10 +1,10 @@
-"""LiveFeed: replay then live, batched per frame, skips counted, never a silent hole."""
+"""LiveStream: replay then live, batched per frame, skips counted, never a silent hole."""
 
 import asyncio
 
-from unified_exec_kernel.core.feed import LiveFeed
+from unified_exec_kernel.protocol.live import LiveStream
 
-from .helpers import Reader, spawn
+from ..core.helpers import Reader, spawn
 
 
 def check_contiguous(events, start=0):
@@ -21,7 +21,7 @@ async def test_replay_then_live_covers_every_byte_in_order():
     session = spawn(["bash", "-c", "echo before; sleep 0.3; seq 1 2000; sleep 0.2"])
     await Reader(session).until("before")
     sent = []
-    feed = LiveFeed(session, sent.append)
+    feed = LiveStream(session, sent.append)
     feed.replay(request_id="r1")
     await asyncio.wait_for(session.wait_finished(), 10)
     await asyncio.sleep(0.1)
@@ -41,7 +41,7 @@ async def test_replay_then_live_covers_every_byte_in_order():
 async def test_a_flood_is_batched_per_frame_and_skips_are_counted():
     session = spawn(["bash", "-c", "head -c 20000000 /dev/zero | tr '\\0' y"])
     sent = []
-    feed = LiveFeed(session, sent.append, bytes_per_s=256 * 1024)
+    feed = LiveStream(session, sent.append, bytes_per_s=256 * 1024)
     loop = asyncio.get_running_loop()
     started = loop.time()
     await asyncio.wait_for(session.wait_finished(), 30)
@@ -62,7 +62,7 @@ async def test_a_flood_is_batched_per_frame_and_skips_are_counted():
 async def test_skips_never_split_a_character():
     session = spawn(["bash", "-c", "for i in $(seq 1 3000); do printf '€€€€€€€€€€'; done"])
     sent = []
-    LiveFeed(session, sent.append, bytes_per_s=30 * 1024)
+    LiveStream(session, sent.append, bytes_per_s=30 * 1024)
     await asyncio.wait_for(session.wait_finished(), 30)
     await asyncio.sleep(0.1)
     data = [m for m in sent if m["type"] == "data"]
@@ -75,7 +75,7 @@ async def test_replay_of_a_long_scrollback_comes_in_pieces():
     session = spawn(["bash", "-c", "head -c 200000 /dev/zero | tr '\\0' z"])
     await asyncio.wait_for(session.wait_finished(), 10)
     sent = []
-    LiveFeed(session, sent.append).replay(request_id=7)
+    LiveStream(session, sent.append).replay(request_id=7)
     data = [m for m in sent if m["type"] == "data"]
     assert len(data) == 4 and all(m["request_id"] == 7 for m in data)
     assert check_contiguous(data) == 200_000
@@ -86,7 +86,7 @@ async def test_replay_of_a_long_scrollback_comes_in_pieces():
 async def test_closed_feed_sends_nothing_more():
     session = spawn(["bash", "-c", "sleep 0.2; echo late"])
     sent = []
-    feed = LiveFeed(session, sent.append)
+    feed = LiveStream(session, sent.append)
     feed.close()
     await asyncio.wait_for(session.wait_finished(), 10)
     await asyncio.sleep(0.1)
@@ -95,14 +95,28 @@ async def test_closed_feed_sends_nothing_more():
 
 
 async def test_output_after_a_quiet_frame_is_sent_at_once():
-    session = spawn(["bash", "-c", "read line; echo got-$line; sleep 1"])
-    sent = []
-    LiveFeed(session, sent.append, frame_s=0.5)
+    # A frame of 30 s: an echo that waited for the frame would come 30 s late,
+    # so "at once" is told apart with a wide margin, whatever the machine's load.
+    session = spawn(["bash", "-c", "stty -echo; echo ready; read line; echo got-$line; sleep 60"])
+    await Reader(session).until("ready")  # quiet from here until the echo
+    arrived, sent = {}, {}
     loop = asyncio.get_running_loop()
-    await asyncio.sleep(0.6)
+    session.subscribe(lambda data, _offset: b"got-x" in data and arrived.setdefault("at", loop.time()))
+    stream = LiveStream(session, lambda m: "got-x" in m.get("data", "") and sent.setdefault("at", loop.time()), frame_s=30)
     session.write("x\n")
-    started = loop.time()
-    while not any("got-x" in m.get("data", "") for m in sent):
-        assert loop.time() - started < 0.4, "the echo waited for the frame"
-        await asyncio.sleep(0.005)
+    while "at" not in sent:
+        assert loop.time() - arrived.get("at", loop.time()) < 15, "the echo waited for the frame"
+        await asyncio.sleep(0.01)
+    stream.close()
+    await session.close()
+
+
+async def test_a_stream_lets_go_of_its_session_once_it_has_finished():
+    session = spawn(["bash", "-c", "echo bye"])
+    ended = asyncio.Event()
+    sent = []
+    LiveStream(session, sent.append, on_end=ended.set)
+    await asyncio.wait_for(ended.wait(), 10)
+    assert sent[-1]["type"] == "exited"
+    assert session._subscribers == [session.scrollback.push, session.buffer.push]
     await session.close()

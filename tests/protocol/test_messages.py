@@ -1,6 +1,6 @@
 import pytest
 
-from unified_exec_kernel.core.protocol import MAX_INPUT_BYTES, BadRequest, input_text, optional_int, required_int, terminal_size
+from unified_exec_kernel.protocol.messages import MAX_INPUT_BYTES, BadRequest, input_text, optional_int, required_int, request_id, terminal_size
 
 
 def test_integers_are_checked_and_booleans_are_not_integers():
@@ -25,3 +25,17 @@ def test_terminal_size_needs_two_integers():
     for bad in ({"rows": "many", "cols": 3}, {"rows": 3}, {"rows": True, "cols": 3}):
         with pytest.raises(BadRequest, match="rows and cols must be integers"):
             terminal_size(bad)
+
+
+def test_input_limits_count_bytes_not_characters():
+    fits = "é" * (MAX_INPUT_BYTES // 2)
+    assert input_text({"data": fits}) == fits
+    with pytest.raises(BadRequest, match="input over"):
+        input_text({"data": fits + "é"})
+
+
+def test_a_request_id_that_is_not_a_string_or_integer_is_not_echoed():
+    assert request_id({"request_id": "a"}) == "a"
+    assert request_id({"request_id": 7}) == 7
+    for bad in ([1], True, 1.5, {"x": 1}):
+        assert request_id({"request_id": bad}) is None

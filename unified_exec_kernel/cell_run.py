@@ -1,0 +1,95 @@
+"""One `%%uexec` request, run in the cell that asked for it.
+
+It starts the session or picks the one to type into, shows the output as it
+arrives (the cell's display, or a live terminal), waits on the kernel's loop
+without blocking it, and ends the wait, but not the program, when the stop
+button is pressed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from .cell_output import CellOutput, status_line
+from .core.agent_format import format_for_agent
+from .core.errors import UnifiedExecError
+from .core.manager import UnifiedExecSessionManager
+from .core.models import UnifiedExecResult
+
+
+@dataclass(frozen=True)
+class CellRequest:
+    """What a `%%uexec` cell asks: start `argv`, or type `text` into `session_id`."""
+
+    argv: list[str] | None = None
+    session_id: int | None = None
+    text: str = ""
+    timeout_ms: int | None = None
+    raw: bool = False
+    agent_format: bool = False
+    live: bool = False
+
+
+async def run_in_cell(
+    manager: UnifiedExecSessionManager, request: CellRequest, live_view: Callable[[int], object] | None
+) -> UnifiedExecResult:
+    """`live_view(session_id)` makes the widget `--live` shows."""
+    if request.live and live_view is None:
+        raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
+    with _one_line_errors():
+        session_id = manager.spawn(request.argv) if request.argv is not None else request.session_id
+        session = manager.session(session_id)
+        if request.live:
+            display(live_view(session_id))
+    view = None if request.live else CellOutput(raw=request.raw or request.agent_format)
+    stop_watching = view.watch(session) if view is not None else (lambda: None)
+    stop = asyncio.Event()
+    try:
+        result, interrupted = await _wait(manager.write(session_id, request.text, timeout_ms=request.timeout_ms, stop=stop), stop)
+    finally:
+        stop_watching()
+    if view is None:
+        print(status_line(result, interrupted=interrupted))
+    elif request.agent_format:
+        view.finish_text(format_for_agent(result))
+    else:
+        view.finish(result, interrupted=interrupted)
+    return result
+
+
+async def _wait(work, stop: asyncio.Event) -> tuple[UnifiedExecResult, bool]:
+    """The result, and whether an interrupt (the stop button) ended the wait early."""
+    task = asyncio.ensure_future(work)
+    with _one_line_errors():
+        try:
+            return await asyncio.shield(task), False
+        except asyncio.CancelledError:
+            if task.done() and task.cancelled():
+                raise
+            stop.set()
+            _uncancel()
+            return await task, True
+
+
+class _one_line_errors:
+    """The engine's errors as IPython's one-line UsageError, no traceback."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, _traceback):
+        if isinstance(error, UnifiedExecError):
+            raise UsageError(str(error)) from None
+        return False
+
+
+def _uncancel() -> None:
+    # Python >= 3.11 counts cancellations; this cell has handled its one.
+    task = asyncio.current_task()
+    if task is not None and hasattr(task, "uncancel"):
+        task.uncancel()

@@ -1,0 +1,188 @@
+"""One peer of the protocol: each message type becomes one manager call, each failure one `error`.
+
+The comm and the widget are carriers: they hand `receive` every message they
+get (on the kernel's loop) and give it a `send`. Everything else is here,
+once: the table of message types, the checks (`messages.py`), the error
+mapper, the live streams a peer attached, and the requests still running.
+A bad message is answered and changes nothing else; an unexpected failure is
+logged and answered as `Internal`; the kernel lives on either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Collection
+
+from ..core.agent_format import format_for_agent
+from ..core.batcher import Batcher
+from ..core.errors import UnifiedExecError
+from ..core.manager import UnifiedExecSessionManager
+from ..core.session import PtySession
+from . import messages
+from .live import LiveStream
+from .messages import BadRequest
+
+log = logging.getLogger(__name__)
+
+OUTPUT_EVENT_S = 0.1
+OUTPUT_EVENT_BYTES = 16 * 1024
+
+Send = Callable[[dict], None]
+
+
+class Endpoint:
+    def __init__(
+        self,
+        manager: UnifiedExecSessionManager,
+        send: Send,
+        *,
+        session: PtySession | None = None,
+        types: Collection[str] | None = None,
+    ):
+        """`session`: the one session this peer speaks of (a widget's), `session_id` optional.
+
+        `types`: the message types this carrier takes (default: all).
+        """
+        self.manager = manager
+        self.send = send
+        self._session = session
+        self._handlers = {name: handler for name, handler in _HANDLERS.items() if types is None or name in types}
+        self.streams: dict[int, LiveStream] = {}
+        self.tasks: set[asyncio.Task] = set()
+
+    def receive(self, data) -> None:
+        """Handle one incoming message; call it on the kernel's loop."""
+        rid = messages.request_id(data)
+        try:
+            handler = self._route(data)
+            if asyncio.iscoroutinefunction(handler):
+                task = asyncio.ensure_future(self._answer_async(handler, data, rid))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+            else:
+                handler(self, data, rid)
+        except Exception as error:  # noqa: BLE001 - mapped to one line, the kernel lives on
+            self._fail(rid, error, data)
+
+    def close(self) -> None:
+        for stream in list(self.streams.values()):
+            stream.close()
+        self.streams.clear()
+
+    # -- routing and errors ----------------------------------------------------
+
+    def _route(self, data):
+        if not isinstance(data, dict):
+            raise BadRequest(f"a message must be a JSON object, not {type(data).__name__}")
+        kind = data.get("type")
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            raise BadRequest(f"unknown message type {kind!r}; expected one of {', '.join(self._handlers)}")
+        messages.check_request_id(data)
+        return handler
+
+    async def _answer_async(self, handler, data, rid) -> None:
+        try:
+            await handler(self, data, rid)
+        except Exception as error:  # noqa: BLE001 - as in `receive`
+            self._fail(rid, error, data)
+
+    def _fail(self, rid, error: BaseException, data) -> None:
+        if isinstance(error, (UnifiedExecError, BadRequest)):
+            name = error.name
+        elif isinstance(error, (ValueError, TypeError, OverflowError, ProcessLookupError)):
+            name = BadRequest.name
+        else:
+            name = "Internal"
+            log.error("uexec protocol: %s request failed", data.get("type") if isinstance(data, dict) else data, exc_info=error)
+        text = str(error).splitlines()[0] if str(error) else name
+        self.send(messages.error(rid, name, text, messages.named_session(data)))
+
+    def _session_of(self, data: dict) -> PtySession:
+        if self._session is not None and data.get("session_id") is None:
+            return self._session
+        return self.manager.session(messages.required_int(data, "session_id"))
+
+    # -- the requests ----------------------------------------------------------
+
+    async def _exec(self, data: dict, rid) -> None:
+        session_id = messages.optional_int(data, "session_id")
+        chunks = messages.input_chunks(data)
+        timeout_ms = messages.timeout_ms(data)
+        output_format = messages.output_format(data)
+        # `exec` is the seed's request: with no session, the chunks are an argv.
+        if session_id is None:
+            session_id, text = self.manager.spawn(chunks), ""
+        else:
+            text = " ".join(chunks)
+        session = self.manager.session(session_id)
+        events = Batcher(
+            lambda batch: self.send(messages.output(rid, batch)),
+            interval=OUTPUT_EVENT_S,
+            budget=lambda wanted: min(wanted, OUTPUT_EVENT_BYTES),
+            keep_bytes=OUTPUT_EVENT_BYTES,
+            offset=session.offset,
+            leading=False,
+        )
+        unsubscribe = session.subscribe(events.push)
+        try:
+            result = await self.manager.write(session_id, text, timeout_ms=timeout_ms)
+        finally:
+            unsubscribe()
+            events.flush()
+        shown = format_for_agent(result) if output_format == "agent" else result.output
+        self.send(messages.result(rid, result, shown))
+
+    def _list(self, data: dict, rid) -> None:
+        self.send(messages.sessions(rid, self.manager.list_sessions()))
+
+    async def _kill(self, data: dict, rid) -> None:
+        session_id = messages.required_int(data, "session_id")
+        await self.manager.kill(session_id, messages.optional_signal(data))
+        self.send(messages.ok(rid, session_id))
+
+    def stream(self, session: PtySession) -> LiveStream:
+        """The one live stream of `session` to this peer, started if need be."""
+        stream = self.streams.get(session.session_id)
+        if stream is None:
+            stream = self.streams[session.session_id] = LiveStream(
+                session, self.send, on_end=lambda: self.streams.pop(session.session_id, None)
+            )
+        return stream
+
+    def _attach(self, data: dict, rid) -> None:
+        self.stream(self._session_of(data)).replay(rid)
+
+    def _detach(self, data: dict, rid) -> None:
+        session_id = messages.required_int(data, "session_id")
+        stream = self.streams.pop(session_id, None)
+        if stream is not None:
+            stream.close()
+        self.send(messages.ok(rid, session_id))
+
+    def _input(self, data: dict, rid) -> None:
+        text = messages.input_text(data)
+        session = self._session_of(data)
+        session.write(text)
+        if rid is not None:
+            self.send(messages.ok(rid, session.session_id))
+
+    def _resize(self, data: dict, rid) -> None:
+        size = messages.terminal_size(data)
+        session = self._session_of(data)
+        session.resize(*size)
+        self.send(messages.ok(rid, session.session_id))
+
+
+_HANDLERS = {
+    "exec": Endpoint._exec,
+    "list": Endpoint._list,
+    "kill": Endpoint._kill,
+    "attach": Endpoint._attach,
+    "detach": Endpoint._detach,
+    "input": Endpoint._input,
+    "resize": Endpoint._resize,
+}
+MESSAGE_TYPES = tuple(_HANDLERS)
+"""What a front end may send (docs/protocol.md, "Front end → kernel")."""

@@ -1,0 +1,192 @@
+"""The wire format: reading the fields of a request, building every message the kernel sends.
+
+Written once for both carriers, so a malformed message gets the same clear
+answer whichever way it came, and a field is spelled in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from ..core.batcher import Batch
+from ..core.keys import signal_number
+from ..core.manager import UnifiedExecSessionManager
+from ..core.models import SessionInfo, UnifiedExecResult
+from ..core.session import PtySession
+
+PROTOCOL_VERSION = 1
+MAX_INPUT_BYTES = 1024 * 1024
+
+
+class BadRequest(ValueError):
+    name = "BadRequest"
+
+
+# -- reading requests ----------------------------------------------------------
+
+
+def request_id(data) -> str | int | None:
+    """The id to echo: a string or an integer, else None (the request is then refused)."""
+    value = data.get("request_id") if isinstance(data, dict) else None
+    return value if _is_int(value) or isinstance(value, str) else None
+
+
+def check_request_id(data: dict) -> None:
+    value = data.get("request_id")
+    if value is not None and request_id(data) is None:
+        raise BadRequest("request_id must be a string or an integer")
+
+
+def named_session(data) -> int | None:
+    """The `session_id` a message names, if it is one (for an error to point at)."""
+    value = data.get("session_id") if isinstance(data, dict) else None
+    return value if _is_int(value) else None
+
+
+def optional_int(data: dict, field: str) -> int | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise BadRequest(f"{field} must be an integer or null")
+    return value
+
+
+def required_int(data: dict, field: str) -> int:
+    value = optional_int(data, field)
+    if value is None:
+        raise BadRequest(f"{field} is required")
+    return value
+
+
+def timeout_ms(data: dict) -> int | None:
+    value = optional_int(data, "timeout_ms")
+    if value is not None and value < 0:
+        raise BadRequest("timeout_ms must be 0 or more")
+    return value
+
+
+def input_chunks(data: dict) -> list[str]:
+    chunks = data.get("input_chunks", [])
+    if not isinstance(chunks, list) or not all(isinstance(chunk, str) for chunk in chunks):
+        raise BadRequest("input_chunks must be a list of strings")
+    _check_input_size(chunks)
+    return chunks
+
+
+def input_text(data: dict) -> str:
+    """The keystrokes of an `input` message."""
+    text = data.get("data")
+    if not isinstance(text, str):
+        raise BadRequest("data must be a string")
+    _check_input_size([text])
+    return text
+
+
+def terminal_size(data: dict) -> tuple[int, int]:
+    """The rows and columns of a `resize` message (the session checks the range)."""
+    rows, cols = data.get("rows"), data.get("cols")
+    if not (_is_int(rows) and _is_int(cols)):
+        raise BadRequest("rows and cols must be integers")
+    return rows, cols
+
+
+def output_format(data: dict) -> str:
+    value = data.get("format", "text")
+    if value not in ("text", "agent"):
+        raise BadRequest("format must be 'text' or 'agent'")
+    return value
+
+
+def optional_signal(data: dict) -> int | None:
+    value = data.get("signal")
+    return None if value is None else signal_number(value)
+
+
+def _check_input_size(texts: Iterable[str]) -> None:
+    # Limits are in bytes, as documented: "é" is two of them.
+    if sum(len(text.encode("utf-8", "surrogatepass")) for text in texts) > MAX_INPUT_BYTES:
+        raise BadRequest(f"input over {MAX_INPUT_BYTES} bytes")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# -- building messages ---------------------------------------------------------
+
+
+def hello(manager: UnifiedExecSessionManager) -> dict:
+    return {
+        "type": "hello",
+        "protocol_version": PROTOCOL_VERSION,
+        "limits": {
+            "default_timeout_ms": manager.default_timeout_ms,
+            "max_timeout_ms": manager.max_timeout_ms,
+            "output_max_bytes": manager.output_max_bytes,
+            "max_input_bytes": MAX_INPUT_BYTES,
+            "max_sessions": manager.max_sessions,
+            "scrollback_bytes": manager.scrollback_bytes,
+        },
+    }
+
+
+def result(rid, result: UnifiedExecResult, output: str) -> dict:
+    return {
+        "type": "result",
+        "request_id": rid,
+        "session_id": result.session_id,
+        "output": output,
+        "exit_code": result.exit_code,
+        "wall_time": result.wall_time,
+    }
+
+
+def output(rid, batch: Batch) -> dict:
+    return {"type": "output", "request_id": rid, **_span(batch)}
+
+
+def sessions(rid, infos: Iterable[SessionInfo]) -> dict:
+    return {"type": "sessions", "request_id": rid, "sessions": [dataclasses.asdict(info) for info in infos]}
+
+
+def ok(rid, session_id: int) -> dict:
+    return {"type": "ok", "request_id": rid, "session_id": session_id}
+
+
+def error(rid, name: str, message: str, session_id: int | None = None) -> dict:
+    answer = {"type": "error", "request_id": rid, "error": name, "message": message}
+    if session_id is not None:
+        answer["session_id"] = session_id  # so a view can tell which session failed
+    return answer
+
+
+def attached(rid, session: PtySession, offset: int) -> dict:
+    rows, cols = session.size
+    return {
+        "type": "attached",
+        "request_id": rid,
+        "session_id": session.session_id,
+        "offset": offset,
+        "alive": session.alive,
+        "exit_code": session.exit_code,
+        "rows": rows,
+        "cols": cols,
+    }
+
+
+def data(rid, session_id: int, batch: Batch) -> dict:
+    return {"type": "data", "request_id": rid, "session_id": session_id, **_span(batch)}
+
+
+def exited(session: PtySession) -> dict:
+    return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code}
+
+
+SESSIONS_CHANGED = {"type": "sessions_changed"}
+
+
+def _span(batch: Batch) -> dict:
+    # The one place output bytes become JSON text.
+    return {"offset": batch.offset, "end": batch.end, "skipped": batch.skipped, "data": batch.data.decode("utf-8")}

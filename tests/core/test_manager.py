@@ -310,3 +310,19 @@ async def test_killing_a_session_while_a_request_waits_on_it_answers_that_reques
     result = await asyncio.wait_for(waiting, 5)
     assert result.session_id is None and result.exit_code is not None
     assert manager.list_sessions() == []
+
+
+async def test_input_sent_while_a_grandchild_holds_the_terminal_gets_the_exit_code(manager, monkeypatch):
+    # A long grace keeps the session draining until the grandchild lets go of
+    # the terminal (EOF), so the input surely arrives after the program exited.
+    from unified_exec_kernel.core import session as session_module
+
+    monkeypatch.setattr(session_module, "EXIT_GRACE_S", 30)
+    started = await manager.start(["bash", "-c", "trap '' HUP; sleep 1.5 & echo leader-done; exit 4"], timeout_ms=0)
+    session = manager.session(started.session_id)
+    while session.alive:
+        await asyncio.sleep(0.01)
+    assert session.state is session_module.Lifecycle.DRAINING
+    result = await manager.write(started.session_id, "anyone there?\n", timeout_ms=10_000)
+    assert (result.session_id, result.exit_code) == (None, 4)
+    assert "leader-done" in result.output

@@ -57,22 +57,6 @@ def test_kernel_shutdown_ends_every_session_process(restart):
             kernel.shutdown()
 
 
-def test_plain_ipykernel_with_load_ext():
-    kernel = Kernel("python3")
-    try:
-        kernel.run("%load_ext unified_exec_kernel")
-        kernel.run("%load_ext unified_exec_kernel")  # loading twice is harmless
-        text = kernel.run("%%uexec\nbash -c 'echo from-a-plain-kernel'\n")
-        assert "from-a-plain-kernel" in text and "[exited with code 0" in text
-        kernel.run(STUBBORN)
-        pids = leaders(kernel)
-        kernel.shutdown()
-        assert wait_gone(pids) == []
-    finally:
-        if kernel.manager.is_alive():
-            kernel.shutdown()
-
-
 def test_bad_configuration_is_a_clear_error_at_load():
     kernel = Kernel("python3")
     try:

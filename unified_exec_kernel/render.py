@@ -14,11 +14,13 @@ scrolls off its top.
 
 from __future__ import annotations
 
-import functools
 import re
+from typing import NamedTuple
 
 import pyte
 from wcwidth import wcwidth  # a dependency of pyte; the widths pyte uses
+
+from .sgr import DEFAULT, Rendition, apply_sgr, render_line
 
 __all__ = ["render_terminal_text"]
 
@@ -49,16 +51,6 @@ _DROP = re.compile(
 
 # The rest of a CSI whose parameters pyte could not convert (see below).
 _CSI_REST = re.compile("\\[?[^\x40-\x7e]*[\x40-\x7e]?")
-
-# A rendition: (attribute codes such as 1 for bold, foreground, background),
-# the colours as their SGR parameters ("31", "38;5;208"), "" for the default.
-_Rendition = tuple[frozenset[int], str, str]
-_DEFAULT: _Rendition = (frozenset(), "", "")
-
-_FLAGS_ON = frozenset((1, 2, 3, 4, 5, 6, 7, 8, 9, 21, 53))
-_FLAGS_OFF = {22: (1, 2), 23: (3,), 24: (4, 21), 25: (5, 6), 27: (7,),
-              28: (8,), 29: (9,), 55: (53,)}
-
 
 def render_terminal_text(text: str) -> str:
     """PTY text -> what a person reads.
@@ -97,6 +89,34 @@ def _plain(text: str) -> str:
     return _TRAILING_SPACES.sub("", text.replace("\r\n", "\n"))
 
 
+class Line(NamedTuple):
+    """One output line as parallel cells: characters (a wide one is followed
+    by an empty placeholder) and the SGR parameters of each ("" for none)."""
+
+    chars: list[str]
+    sgrs: list[str]
+
+
+class Cursor(NamedTuple):
+    y: int
+    x: int
+    rendition: Rendition
+    sgr: str
+
+
+class AltScreen(NamedTuple):
+    """Where the main screen was when a full-screen program switched away."""
+
+    lines: int
+    floor: int
+    y: int
+    x: int
+
+
+def _line() -> Line:
+    return Line([], [])
+
+
 class _Lines:
     """pyte listener: a growing list of lines of cells and a cursor.
 
@@ -115,17 +135,17 @@ class _Lines:
     """
 
     def __init__(self) -> None:
-        self.lines: list[tuple[list[str], list[str]]] = [([], [])]
+        self.lines: list[Line] = [_line()]
         self.y = self.x = 0
         self.floor = 0  # first line the screen may reach (see erase_in_display)
-        self.rendition, self.sgr = _DEFAULT, ""
-        self._saved = (0, 0, _DEFAULT, "")
-        self._alt: tuple | None = None
+        self.rendition, self.sgr = DEFAULT, ""
+        self._saved = Cursor(0, 0, DEFAULT, "")
+        self._alt: AltScreen | None = None
 
     # -- output -------------------------------------------------------------
 
     def text(self) -> str:
-        return "\n".join(_render_line(chars, sgrs) for chars, sgrs in self.lines)
+        return "\n".join(render_line(chars, sgrs) for chars, sgrs in self.lines)
 
     # -- characters ---------------------------------------------------------
 
@@ -170,7 +190,7 @@ class _Lines:
 
     def select_graphic_rendition(self, *params: int, private: bool = False) -> None:
         if not private:
-            self.rendition, self.sgr = _apply_sgr(self.rendition, params or (0,))
+            self.rendition, self.sgr = apply_sgr(self.rendition, params or (0,))
 
     # -- cursor -------------------------------------------------------------
 
@@ -182,7 +202,7 @@ class _Lines:
         top = self._top()
         self.y = min(max(y, top), top + ROWS - 1)
         while len(self.lines) <= self.y:
-            self.lines.append(([], []))
+            self.lines.append(_line())
 
     def carriage_return(self) -> None:
         self.x = 0
@@ -193,12 +213,12 @@ class _Lines:
         self.y += 1
         self.x = 0
         if self.y == len(self.lines):
-            self.lines.append(([], []))
+            self.lines.append(_line())
 
     def index(self) -> None:
         self.y += 1
         if self.y == len(self.lines):
-            self.lines.append(([], []))
+            self.lines.append(_line())
 
     def reverse_index(self) -> None:
         self._to_row(self.y - 1)
@@ -243,7 +263,7 @@ class _Lines:
         self.cursor_to_column(column)
 
     def save_cursor(self) -> None:
-        self._saved = (self.y, self.x, self.rendition, self.sgr)
+        self._saved = Cursor(self.y, self.x, self.rendition, self.sgr)
 
     def restore_cursor(self) -> None:
         y, self.x, self.rendition, self.sgr = self._saved
@@ -289,7 +309,7 @@ class _Lines:
             self.erase_in_line(0)
         elif how == 1:
             for y in range(self._top(), self.y):
-                self.lines[y] = ([], [])
+                self.lines[y] = _line()
             self.erase_in_line(1)
         elif how == 2:
             self._new_screen()
@@ -303,8 +323,8 @@ class _Lines:
 
     def set_mode(self, *modes: int, private: bool = False) -> None:
         if private and {47, 1047, 1049} & set(modes) and self._alt is None:
-            self._alt = (len(self.lines), self.floor, self.y, self.x)
-            self.lines.append(([], []))
+            self._alt = AltScreen(len(self.lines), self.floor, self.y, self.x)
+            self.lines.append(_line())
             self.floor = self.y = len(self.lines) - 1
 
     def reset_mode(self, *modes: int, private: bool = False) -> None:
@@ -323,65 +343,3 @@ def _ignore(self: _Lines, *args: object, **kwargs: object) -> None:
 for _event in pyte.Stream.events:
     if not hasattr(_Lines, _event):
         setattr(_Lines, _event, _ignore)
-
-
-@functools.lru_cache(maxsize=4096)
-def _apply_sgr(rendition: _Rendition, params: tuple[int, ...]) -> tuple[_Rendition, str]:
-    """The rendition after an SGR, and its SGR parameters from a reset.
-
-    Cached: output repeats the same few colour changes thousands of times.
-    """
-    flags, fg, bg = set(rendition[0]), rendition[1], rendition[2]
-    i = 0
-    while i < len(params):
-        p = params[i]
-        if p == 0:
-            flags, fg, bg = set(), "", ""
-        elif p in _FLAGS_ON:
-            flags.add(p)
-        elif p in _FLAGS_OFF:
-            flags.difference_update(_FLAGS_OFF[p])
-        elif 30 <= p <= 37 or 90 <= p <= 97:
-            fg = str(p)
-        elif 40 <= p <= 47 or 100 <= p <= 107:
-            bg = str(p)
-        elif p == 39:
-            fg = ""
-        elif p == 49:
-            bg = ""
-        elif p in (38, 48):  # 38;5;n or 38;2;r;g;b
-            size = {5: 1, 2: 3}.get(params[i + 1] if i + 1 < len(params) else -1)
-            if size is None or i + 2 + size > len(params):
-                break  # malformed: ignore it and what follows
-            colour = ";".join(map(str, params[i:i + 2 + size]))
-            if p == 38:
-                fg = colour
-            else:
-                bg = colour
-            i += 1 + size
-        i += 1
-    sgr = ";".join([str(f) for f in sorted(flags)] + [c for c in (fg, bg) if c])
-    return (frozenset(flags), fg, bg), sgr
-
-
-def _render_line(chars: list[str], sgrs: list[str]) -> str:
-    """One output line, with SGR where the rendition changes and a reset at
-    its end if needed, so each line stands alone."""
-    if not any(sgrs):
-        return "".join(chars).rstrip(" ")
-    end = len(chars)
-    while end and chars[end - 1] == " " and not sgrs[end - 1]:
-        end -= 1
-    out: list[str] = []
-    current = ""
-    for ch, sgr in zip(chars[:end], sgrs[:end]):
-        if sgr != current:
-            if not sgr:
-                out.append("\x1b[0m")
-            else:
-                out.append(f"\x1b[{'0;' if current else ''}{sgr}m")
-            current = sgr
-        out.append(ch)
-    if current:
-        out.append("\x1b[0m")
-    return "".join(out)

@@ -5,8 +5,6 @@ import signal
 
 import pytest
 
-from unified_exec_kernel.core.termination import terminate_blocking
-
 from ..conftest import session_processes
 from .helpers import Reader, spawn
 
@@ -70,25 +68,6 @@ async def test_scrollback_keeps_the_newest_bytes_and_says_where_they_start():
     start, text = session.scrollback_snapshot()
     assert (start, text) == (4000, b"x" * 1000)
     await session.close()
-
-
-async def test_a_megabyte_paste_does_not_block_the_loop():
-    cat = spawn(["bash", "-c", "stty -echo; cat"])
-    ticker = spawn(["bash", "-c", "for i in $(seq 1 40); do echo tick$i; sleep 0.02; done"])
-    cat_reader, tick_reader = Reader(cat), Reader(ticker)
-    await asyncio.sleep(0.2)  # let stty run before the paste
-    line = "y" * 99 + "\n"
-    cat.write(line * 10_000)
-    assert cat.pending_write_bytes > 0  # the PTY could not take it at once: it was queued
-    await tick_reader.until("tick40")
-    await cat_reader.until("y" * 99 + "\r\n", timeout=10)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
-    while cat_reader.text.count("\n") < 10_000 and loop.time() < deadline:
-        await asyncio.sleep(0.05)
-    assert cat_reader.text.count("\n") == 10_000
-    assert cat.pending_write_bytes == 0
-    await asyncio.gather(cat.close(), ticker.close())
 
 
 async def test_resize_is_seen_by_the_program():
@@ -157,24 +136,3 @@ async def test_close_ends_jobs_of_an_interactive_shell():
     assert len(session_processes(session.pid)) == 3
     await session.close()
     assert session_processes(session.pid) == []
-
-
-def test_terminate_blocking_works_off_the_loop():
-    async def start():
-        session = spawn(["bash", "-c", "trap '' HUP; sleep 300 & wait"])
-        await asyncio.sleep(0.2)
-        return session
-
-    loop = asyncio.new_event_loop()
-    try:
-        session = loop.run_until_complete(start())
-        # ipykernel runs shutdown on its control thread: this must not need the loop.
-        import threading
-
-        thread = threading.Thread(target=terminate_blocking, args=([session.pid], 0.2))
-        thread.start()
-        thread.join(5)
-        assert session_processes(session.pid) == []
-        loop.run_until_complete(session.close())
-    finally:
-        loop.close()

@@ -10,7 +10,6 @@ itself, and Linux keeps that id from being reused while any member lives.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterable
 
 _PROC = "/proc"
@@ -60,5 +59,3 @@ def signal_pids(pids: Iterable[int], signals: Iterable[int]) -> None:
             except (ProcessLookupError, PermissionError):
                 break
 
-
-HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)

@@ -27,6 +27,8 @@ _MAX_READS_PER_CALLBACK = 16
 
 
 class Terminal:
+    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released")
+
     def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None]):
         self._fd = master_fd
         self._loop = asyncio.get_running_loop()

@@ -56,6 +56,8 @@ class Utf8Stream:
     bytes become U+FFFD. Plain ASCII (most output) passes as it is.
     """
 
+    __slots__ = ("_decoder", "_holding")
+
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._holding = False

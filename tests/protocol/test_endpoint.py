@@ -1,0 +1,99 @@
+"""The endpoint both carriers share: each message one manager call, each failure one `error`."""
+
+import asyncio
+
+import pytest
+
+from unified_exec_kernel import UnifiedExecSessionManager
+from unified_exec_kernel.protocol import Endpoint
+
+
+@pytest.fixture
+async def peer():
+    manager = UnifiedExecSessionManager()
+    sent = []
+    endpoint = Endpoint(manager, sent.append)
+    try:
+        yield endpoint, sent
+    finally:
+        endpoint.close()
+        await manager.close_all()
+
+
+async def answer(sent, kind, rid, timeout=10):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = [m for m in sent if m.get("type") == kind and m.get("request_id") == rid]
+        if found:
+            return found[-1]
+        assert loop.time() < deadline, f"no {kind} for {rid}; sent {sent[-5:]}"
+        await asyncio.sleep(0.01)
+
+
+async def test_exec_streams_output_events_with_offsets_then_the_result(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": 1, "session_id": None, "input_chunks": ["bash", "-c", "echo one; sleep 0.3; echo two"], "timeout_ms": 5000})
+    result = await answer(sent, "result", 1)
+    outputs = [m for m in sent if m["type"] == "output"]
+    assert "".join(m["data"] for m in outputs) == result["output"] == "one\r\ntwo\r\n"
+    end = 0
+    for event in outputs:
+        assert event["offset"] - event["skipped"] == end
+        end = event["end"]
+
+
+async def test_a_flood_of_output_events_says_what_it_skipped(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": 2, "session_id": None, "input_chunks": ["bash", "-c", "head -c 3000000 /dev/zero | tr '\\0' z"], "timeout_ms": 30_000})
+    await answer(sent, "result", 2, timeout=30)
+    outputs = [m for m in sent if m["type"] == "output"]
+    assert all(len(m["data"].encode()) <= 16 * 1024 for m in outputs)
+    assert outputs[-1]["end"] == 3_000_000
+    assert sum(len(m["data"]) + m["skipped"] for m in outputs) == 3_000_000
+
+
+async def test_a_request_id_that_cannot_be_echoed_is_answered_with_null(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "list", "request_id": [1]})
+    assert sent[-1]["type"] == "error" and sent[-1]["request_id"] is None
+    assert sent[-1]["error"] == "BadRequest"
+
+
+@pytest.mark.parametrize("sig", [99, -1, 99999999999999, "99999999999999", True])
+async def test_a_signal_out_of_range_is_a_bad_request(peer, sig):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": "s", "session_id": None, "input_chunks": ["sleep", "30"], "timeout_ms": 0})
+    sid = (await answer(sent, "result", "s"))["session_id"]
+    endpoint.receive({"type": "kill", "request_id": "k", "session_id": sid, "signal": sig})
+    error = await answer(sent, "error", "k")
+    assert error["error"] == "BadRequest" and "unknown signal" in error["message"]
+
+
+async def test_a_finished_session_releases_what_watched_it(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": 3, "session_id": None, "input_chunks": ["bash", "--norc", "-i"], "timeout_ms": 0})
+    sid = (await answer(sent, "result", 3))["session_id"]
+    endpoint.receive({"type": "attach", "request_id": 4, "session_id": sid})
+    assert sid in endpoint.streams
+    await endpoint.manager.kill(sid)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while sid in endpoint.streams:
+        assert loop.time() < deadline, "the stream outlived its session"
+        await asyncio.sleep(0.01)
+    assert sent[-1] == {"type": "exited", "session_id": sid, "exit_code": sent[-1]["exit_code"]}
+
+
+async def test_a_carrier_only_takes_its_own_types_and_its_own_session(peer):
+    endpoint, _ = peer
+    manager = endpoint.manager
+    sid = manager.spawn(["bash", "--norc", "-i"])
+    widget_sent = []
+    widget = Endpoint(manager, widget_sent.append, session=manager.session(sid), types=("attach", "input", "resize"))
+    widget.receive({"type": "list", "request_id": 1})
+    assert widget_sent[-1]["error"] == "BadRequest" and "unknown message type 'list'" in widget_sent[-1]["message"]
+    widget.receive({"type": "resize", "request_id": 2, "rows": 30, "cols": 100})
+    assert widget_sent[-1] == {"type": "ok", "request_id": 2, "session_id": sid}
+    assert manager.session(sid).size == (30, 100)
+    widget.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 import psutil
 import pytest
@@ -25,6 +26,18 @@ def session_processes(leader: int) -> list[int]:
         except (ProcessLookupError, PermissionError, psutil.Error):
             continue
     return found
+
+
+def wait_gone(leader: int, timeout: float = 10) -> list[int]:
+    """`session_processes(leader)` once it is empty, or what is left at the deadline.
+
+    A process killed by the terminal's hangup closes its files (so the
+    terminal reports EOF) a moment before it is gone from /proc.
+    """
+    deadline = time.monotonic() + timeout
+    while (left := session_processes(leader)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
 
 
 def free_port() -> int:

@@ -59,6 +59,12 @@ async def run_in_cell(
         view.finish_text(format_for_agent(result))
     else:
         view.finish(result, interrupted=interrupted)
+    if interrupted:
+        # One line (IPython prints exactly UsageError so, not a subclass), and
+        # the cell fails: no later line of it runs, and Run All stops here as
+        # for any interrupted cell. The status line above says what still runs.
+        still = f"session {result.session_id} still runs" if result.session_id is not None else "the program has exited"
+        raise UsageError(f"interrupted: {still}; the rest of the cell was not run")
     return result
 
 

@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from ..conftest import session_processes
+from ..conftest import session_processes, wait_gone
 from .helpers import Reader, spawn
 
 
@@ -113,7 +113,7 @@ async def test_exit_is_noticed_even_when_a_grandchild_holds_the_terminal():
     assert session.exit_code == 0
     assert "started" in reader.text
     await session.close()
-    assert session_processes(session.pid) == []
+    assert wait_gone(session.pid) == []
 
 
 async def test_close_ends_every_process_of_the_session():

@@ -115,6 +115,10 @@ def test_list_kill_and_sessions_changed(kernel, comm):
         ({"type": "exec", "session_id": 424242, "input_chunks": []}, "UnknownSessionId", "Unknown session id 424242"),
         ({"type": "input", "session_id": 424242, "data": "x"}, "UnknownSessionId", "Unknown session id 424242"),
         ({"type": "input", "session_id": 0, "data": "x" * (MAX_INPUT_BYTES + 1)}, "BadRequest", "input over"),
+        ({"type": "input", "session_id": 0, "data": "é" * (MAX_INPUT_BYTES // 2 + 1)}, "BadRequest", "input over"),
+        ({"type": "exec", "session_id": 0, "input_chunks": ["é" * (MAX_INPUT_BYTES // 2 + 1)]}, "BadRequest", "input over"),
+        ({"type": "kill", "session_id": 0, "signal": 99}, "BadRequest", "unknown signal"),
+        ({"type": "kill", "session_id": 0, "signal": 99999999999999}, "BadRequest", "unknown signal"),
         ({"type": "resize", "session_id": 424242, "rows": 10, "cols": 10}, "UnknownSessionId", "Unknown session id"),
         ({"type": "kill"}, "BadRequest", "session_id is required"),
         ({"type": "kill", "session_id": 0, "signal": "SIGNOPE"}, "BadRequest", "unknown signal"),
@@ -177,3 +181,37 @@ def test_protocol_doc_python_and_typescript_name_the_same_messages():
             listed = re.search(rf"{name}\s*=\s*\[([^\]]*)\]", ts)
             assert listed, name
             assert set(re.findall(r"'(\w+)'", listed.group(1))) == group
+
+
+COUNT_OBJECTS = (
+    "import gc, resource\n"
+    "from unified_exec_kernel.core.session import PtySession\n"
+    "from unified_exec_kernel.protocol.live import LiveStream\n"
+    "gc.collect()\n"
+    "print(sum(isinstance(o, PtySession) for o in gc.get_objects()),"
+    " sum(isinstance(o, LiveStream) for o in gc.get_objects()),"
+    " int(open('/proc/self/statm').read().split()[1]) * resource.getpagesize())\n"
+)
+
+
+def test_attached_sessions_killed_without_detach_are_let_go(kernel, comm):
+    def counts():
+        sessions, streams, rss = kernel.run(COUNT_OBJECTS).split()
+        return int(sessions), int(streams), int(rss)
+
+    for rid in range(20):  # warm up what is made once (imports, caches)
+        cycle(kernel, comm, f"w{rid}")
+    sessions, streams, rss = counts()
+    for rid in range(300):
+        cycle(kernel, comm, rid)
+    after = counts()
+    assert after[:2] == (sessions, streams)
+    assert after[2] - rss < 8 * 1024 * 1024, f"RSS grew by {(after[2] - rss) / 1e6:.1f} MB"
+
+
+def cycle(kernel, comm_id, rid) -> None:
+    """Start, attach, kill without detaching, and see the exit."""
+    sid = ask(kernel, comm_id, {"type": "exec", "request_id": f"{rid}-x", "session_id": None, "input_chunks": ["sleep", "30"], "timeout_ms": 0})[-1]["session_id"]
+    ask(kernel, comm_id, {"type": "attach", "request_id": f"{rid}-a", "session_id": sid})
+    kernel.comm_send(comm_id, {"type": "kill", "request_id": f"{rid}-k", "session_id": sid})
+    kernel.comm_messages(comm_id, lambda d: d.get("type") == "exited" and d.get("session_id") == sid)

@@ -25,14 +25,14 @@ def settings(**values) -> UnifiedExec:
 def test_defaults_are_the_engines():
     assert settings().manager_options() == {
         "max_sessions": 64, "default_timeout_ms": 1000, "max_timeout_ms": 60000,
-        "scrollback_bytes": 262144, "env": {},
+        "scrollback_bytes": 262144, "env": {}, "env_remove": [],
     }
     assert settings().shell == "bash"
 
 
 def test_each_knob_reaches_the_manager():
-    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}).manager_options()
-    assert options == {"max_sessions": 5, "default_timeout_ms": 200, "max_timeout_ms": 5000, "scrollback_bytes": 4096, "env": {"PAGER": "cat"}}
+    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}, env_remove=["JUPYTERHUB_*"]).manager_options()
+    assert options == {"max_sessions": 5, "default_timeout_ms": 200, "max_timeout_ms": 5000, "scrollback_bytes": 4096, "env": {"PAGER": "cat"}, "env_remove": ["JUPYTERHUB_*"]}
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_default_timeout_cannot_exceed_the_maximum():
 
 def test_help_all_documents_every_knob():
     out = subprocess.run([sys.executable, "-m", "unified_exec_kernel", "--help-all"], capture_output=True, text=True, timeout=60).stdout
-    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "shell"]:
+    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "env_remove", "shell"]:
         assert f"--UnifiedExec.{knob}" in out
 
 
@@ -71,15 +71,18 @@ def test_a_config_file_configures_the_kernel(tmp_path):
         "c.UnifiedExec.env = {'GREETING': 'from-config-file'}\n"
         "c.UnifiedExec.max_timeout_ms = 2000\n"
         "c.UnifiedExec.shell = 'sh'\n"
+        "c.UnifiedExec.env_remove = ['UEXEC_SECRET_*']\n"
     )
-    os.environ["IPYTHONDIR"] = str(tmp_path)
+    os.environ.update(IPYTHONDIR=str(tmp_path), UEXEC_SECRET_TOKEN="hidden", UEXEC_PUBLIC="shown")
     try:
         kernel = Kernel("uexec")
     finally:
-        del os.environ["IPYTHONDIR"]
+        for name in ("IPYTHONDIR", "UEXEC_SECRET_TOKEN", "UEXEC_PUBLIC"):
+            del os.environ[name]
     try:
         assert "from-config-file" in kernel.run("%%uexec\nprintenv GREETING\n")
         assert "clamping to 2000ms" in kernel.run("%%uexec -t 3000\ntrue\n")
         assert kernel.run("%%uexec --shell\nps -o comm= -p $$\n").startswith("sh\n")
+        assert kernel.run("%%uexec --shell\necho ${UEXEC_SECRET_TOKEN:-removed} $UEXEC_PUBLIC\n").startswith("removed shown\n")
     finally:
         kernel.shutdown()

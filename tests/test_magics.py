@@ -120,6 +120,12 @@ BAD_INPUTS = [
     ("%uexec_kill", "give a session id or --all"),
     ("%%uexec --out 2bad\necho never-run\n", "--out needs a variable name, not '2bad'"),
     ("%uexec_kill 0 --signal NOPE", "unknown signal 'NOPE'"),
+    ("%%uexec --out 'x\necho never-run\n", "cannot read the options"),
+    ('%uexec -s "0 echo hi', "cannot read the options"),
+    ("%uexec_kill 'x", "cannot read the options"),
+    ("%uexec_kill 0 --signal 99", "unknown signal '99'"),
+    ("%uexec_kill 0 --signal -1", "unknown signal '-1'"),
+    ("%uexec_kill 0 --signal 99999999999999", "unknown signal '99999999999999'"),
 ]
 
 
@@ -149,6 +155,7 @@ def test_help_documents_every_option(kernel):
     help_text = execution.reply["payload"][0]["data"]["text/plain"]
     for option in ["--session", "--timeout", "--shell", "--keys", "--no-newline", "--raw", "--out", "--format"]:
         assert option in help_text
+    assert "::" not in help_text.split("%%uexec")[0]  # no reST marker before the usage line
 
 
 def test_sessions_table_and_kill(kernel):
@@ -177,3 +184,10 @@ def test_sessions_table_and_kill(kernel):
 )
 def test_line_magic_options_split_from_the_body(line, options, body):
     assert split_line_magic(UnifiedExecMagics.uexec.parser, line) == (options, body)
+
+
+def test_a_live_view_that_could_not_be_built_leaves_no_trace(kernel):
+    execution = kernel.execute("%%uexec --live -s 999\n")
+    assert execution.reply["evalue"] == "Unknown session id 999"
+    later = kernel.execute("import gc\ngc.collect()\nprint('clean')")
+    assert later.text == "clean\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 
-from traitlets import Dict, Int, TraitError, Unicode, validate
+from traitlets import Dict, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from .core.manager import MAX_SESSIONS
@@ -24,6 +24,10 @@ class UnifiedExec(Configurable):
     max_timeout_ms = Int(MAX_TIMEOUT_MS, min=0, help="Longest wait a request may ask for, in ms; longer ones are clamped with a warning line.").tag(config=True)
     scrollback_bytes = Int(SCROLLBACK_BYTES, min=1024, help="Output kept per session for live views that attach late, in bytes.").tag(config=True)
     env = Dict(value_trait=Unicode(), per_key_traits=None, help="Extra environment for every session's program, e.g. {'PAGER': 'cat', 'NO_COLOR': '1'}. TERM defaults to xterm-256color.").tag(config=True)
+    env_remove = List(
+        Unicode(),
+        help="Names or glob patterns (JUPYTERHUB_API_TOKEN, AWS_*) of the kernel's environment that sessions do not inherit. Default: none, as with !cmd; see docs/deployment.md.",
+    ).tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
 
     @validate("env")
@@ -52,4 +56,5 @@ class UnifiedExec(Configurable):
             "max_timeout_ms": self.max_timeout_ms,
             "scrollback_bytes": self.scrollback_bytes,
             "env": dict(self.env),
+            "env_remove": list(self.env_remove),
         }

@@ -1,4 +1,4 @@
-"""The manager of the running kernel, for code that was not handed one.
+"""The manager (and magics) of the running kernel, for code that was not handed them.
 
 `%load_ext` makes one manager per kernel and keeps it on the IPython shell
 (not in the user's namespace, which `%reset` clears). A user's
@@ -9,15 +9,25 @@ from __future__ import annotations
 
 from .core.manager import UnifiedExecSessionManager
 
-_ATTRIBUTE = "unified_exec_manager"
+_MANAGER = "unified_exec_manager"
+_MAGICS = "unified_exec_magics"
 
 
-def set_manager(shell, manager: UnifiedExecSessionManager | None) -> None:
-    setattr(shell, _ATTRIBUTE, manager)
+def set_manager(shell, manager: UnifiedExecSessionManager | None, magics=None) -> None:
+    setattr(shell, _MANAGER, manager)
+    setattr(shell, _MAGICS, magics)
 
 
 def manager_of(shell) -> UnifiedExecSessionManager | None:
-    return getattr(shell, _ATTRIBUTE, None)
+    return getattr(shell, _MANAGER, None)
+
+
+def magics_of(shell):
+    """The `UnifiedExecMagics` of this shell (what a rewritten cell awaits)."""
+    magics = getattr(shell, _MAGICS, None)
+    if magics is None:
+        raise RuntimeError("load the extension first: %load_ext unified_exec_kernel")
+    return magics
 
 
 def current_manager() -> UnifiedExecSessionManager:

@@ -1,7 +1,7 @@
 """`%load_ext unified_exec_kernel`: one session manager per kernel, and its faces.
 
 The manager lives on the kernel's own asyncio loop. Loading wires the magics,
-the cell rewrite that makes them cooperative, the comm target, and the
+the cell rewrite that makes them cooperative (rewrite.py), the comm target, and the
 cleanup that ends every session's processes when the kernel shuts down or
 restarts and at interpreter exit. Shutdown runs on ipykernel 7's control
 thread, so that cleanup signals by pid and never touches the loop.
@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
-import re
 
-from . import current, kernel_patches
+from . import current, kernel_patches, rewrite
 from .comm import COMM_TARGET, open_handler
 from .config import UnifiedExec
 from .core.manager import UnifiedExecSessionManager
@@ -22,10 +21,6 @@ from .magics import UnifiedExecMagics
 from .widget import TerminalWidget
 
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
-# The magic's name must end at a space or the line's end, so `%%uexec?`
-# (IPython's help) is left alone while `%uexec -s 0 echo $?` is not.
-_CELL_MAGIC = re.compile(r"%%uexec(?=\s|$)(.*)")
-_LINE_MAGIC = re.compile(r"%(uexec|uexec_kill)(?=\s|$)(.*)")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -36,8 +31,7 @@ def load_ipython_extension(ipython) -> None:
     live_view = functools.partial(TerminalWidget, manager=manager)
     magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=live_view)
     ipython.register_magics(magics)
-    ipython.push({"__uexec__": magics}, interactive=False)
-    ipython.input_transformers_cleanup.append(_rewrite_uexec)
+    rewrite.install(ipython)
     ipython.events.register("pre_run_cell", kernel_patches.reset_last_traceback)
     atexit.register(manager.terminate_all_threadsafe)
     kernel = getattr(ipython, "kernel", None)
@@ -47,14 +41,14 @@ def load_ipython_extension(ipython) -> None:
         if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
             kernel_patches.end_sessions_on_shutdown(kernel, manager.terminate_all_threadsafe)
         _open_comm_target(kernel, manager)
-    current.set_manager(ipython, manager)
+    current.set_manager(ipython, manager, magics)
 
 
 def unload_ipython_extension(ipython) -> None:
     manager = current.manager_of(ipython)
     if manager is None:
         return
-    ipython.input_transformers_cleanup.remove(_rewrite_uexec)
+    rewrite.uninstall(ipython)
     ipython.events.unregister("pre_run_cell", kernel_patches.reset_last_traceback)
     atexit.unregister(manager.terminate_all_threadsafe)
     current.set_manager(ipython, None)
@@ -67,28 +61,6 @@ def unload_ipython_extension(ipython) -> None:
     task = loop.create_task(manager.close_all())
     _closing.add(task)
     task.add_done_callback(_closing.discard)
-
-
-def _rewrite_uexec(lines: list[str]) -> list[str]:
-    """`%%uexec` cells and `%uexec` lines -> awaits on the kernel loop (see magics.py)."""
-    from IPython import get_ipython
-
-    if not lines or not getattr(get_ipython(), "autoawait", False):
-        return lines
-    first = lines[0].rstrip("\n")
-    cell = _CELL_MAGIC.fullmatch(first)
-    if cell:
-        return [f"await __uexec__.run_uexec({cell.group(1).strip()!r}, {''.join(lines[1:])!r})\n"]
-    rewritten = []
-    for line in lines:
-        magic = _LINE_MAGIC.fullmatch(line.rstrip("\n"))
-        if magic:
-            name, rest = magic.group(1), magic.group(2).strip()
-            call = f"__uexec__.run_uexec({rest!r}, None)" if name == "uexec" else f"__uexec__.run_uexec_kill({rest!r})"
-            rewritten.append(f"await {call}\n")
-        else:
-            rewritten.append(line)
-    return rewritten
 
 
 def _open_comm_target(kernel, manager: UnifiedExecSessionManager) -> None:

@@ -2,9 +2,9 @@
 
 Waiting for a session must not block the kernel's loop (that loop reads every
 session, feeds live views and runs timers). A synchronous magic would block
-it, so `extension.py` rewrites `%%uexec` cells and `%uexec`/`%uexec_kill`
-lines into `await`s of the coroutines here, which ipykernel runs as a task on
-its loop. The registered magics remain for calls that bypass the rewrite
+it, so `rewrite.py` turns `%%uexec` cells and `%uexec`/`%uexec_kill` lines
+into `await`s of the coroutines here, which ipykernel runs as a task on its
+loop. The registered magics remain for calls that bypass the rewrite
 (`run_cell_magic`, `%autoawait off`): they start the same coroutine as a
 background task, whose output still lands in the calling cell.
 
@@ -21,7 +21,7 @@ import shlex
 import signal
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
@@ -31,6 +31,13 @@ from .core.keys import keys_text, signal_number
 from .core.manager import UnifiedExecSessionManager
 from .kernel_patches import wake_on_signals
 from .session_table import SessionTable
+
+
+def _plain_usage(magic):
+    """`magic_arguments` writes the usage as an reST literal block; `%%uexec?` showed its `::`."""
+    if magic.__doc__ and magic.__doc__.startswith("::\n"):
+        magic.__doc__ = magic.__doc__[len("::\n") :].lstrip("\n")
+    return magic
 
 
 @magics_class
@@ -45,6 +52,7 @@ class UnifiedExecMagics(Magics):
 
     # -- %%uexec / %uexec ----------------------------------------------------
 
+    @_plain_usage
     @magic_arguments()
     @argument("-s", "--session", type=int, metavar="ID", help="write the body to this session instead of starting one")
     @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output, in ms (default 1000, at most 60000)")
@@ -55,6 +63,7 @@ class UnifiedExecMagics(Magics):
     @argument("--format", choices=["text", "agent"], default="text", help="agent: report as Codex's exec tool does (wall time, exit code or session id, token count, output)")
     @argument("--out", metavar="VAR", help="store the UnifiedExecResult in this variable")
     @argument("--live", action="store_true", help="show the session in a live terminal (keeps updating after the cell; type into it)")
+    @no_var_expand  # `$HOME` and `{x}` are the shell's business, not IPython's
     @line_cell_magic
     def uexec(self, line, cell=None):
         """Run a command in a pseudo-terminal session, or type into a running one.
@@ -70,7 +79,7 @@ class UnifiedExecMagics(Magics):
 
     async def run_uexec(self, line: str, cell: str | None) -> None:
         options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
-        args = parse_argstring(self.uexec, options)
+        args = _parse(self.uexec, options)
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
@@ -113,17 +122,19 @@ class UnifiedExecMagics(Magics):
             raise UsageError("%uexec_sessions takes no arguments")
         display(SessionTable(self.manager.list_sessions()))
 
+    @_plain_usage
     @magic_arguments()
     @argument("session", nargs="?", type=int, metavar="ID", help="the session to stop")
     @argument("--all", action="store_true", help="stop every session")
     @argument("--signal", metavar="NAME", help="only send this signal (INT, TERM, KILL, HUP, ... or a number) to the foreground job")
+    @no_var_expand
     @line_magic
     def uexec_kill(self, line=""):
         """Stop a session (every process in it), or send it a signal."""
         self._in_background(self.run_uexec_kill(line))
 
     async def run_uexec_kill(self, line: str) -> None:
-        args = parse_argstring(self.uexec_kill, line)
+        args = _parse(self.uexec_kill, line)
         if (args.session is None) == (not args.all):
             raise UsageError("give a session id or --all (not both)")
         sig = _signal(args.signal) if args.signal else None
@@ -190,6 +201,13 @@ def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, s
             return line, ""  # --keys takes the rest of the line
         if "=" not in token:
             values_due = 1 if action.nargs is None else action.nargs if isinstance(action.nargs, int) else 0
+
+
+def _parse(magic, line: str):
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as error:  # an unbalanced quote: IPython's splitter raises it as is
+        raise UsageError(f"cannot read the options: {error}") from None
 
 
 def _option(parser: argparse.ArgumentParser, token: str) -> argparse.Action | None:

@@ -326,3 +326,15 @@ async def test_input_sent_while_a_grandchild_holds_the_terminal_gets_the_exit_co
     result = await manager.write(started.session_id, "anyone there?\n", timeout_ms=10_000)
     assert (result.session_id, result.exit_code) == (None, 4)
     assert "leader-done" in result.output
+
+
+async def test_env_remove_keeps_named_and_matching_variables_from_sessions(monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "secret-token")
+    monkeypatch.setenv("JUPYTERHUB_USER", "ada")
+    monkeypatch.setenv("UEXEC_KEPT", "kept")
+    manager = UnifiedExecSessionManager(env_remove=["JUPYTERHUB_*"], env={"ADDED": "yes"})
+    try:
+        result = await manager.start(["bash", "-c", "echo ${JUPYTERHUB_API_TOKEN:-none} ${JUPYTERHUB_USER:-none} $UEXEC_KEPT $ADDED"], timeout_ms=5000)
+        assert result.output == "none none kept yes\r\n"
+    finally:
+        await manager.close_all()

@@ -14,6 +14,7 @@ least-recently-used pruning; and a flood costs only what truncation keeps.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import itertools
 import logging
 import os
@@ -61,8 +62,11 @@ class UnifiedExecSessionManager:
         output_max_bytes: int = UNIFIED_EXEC_OUTPUT_MAX_BYTES,
         scrollback_bytes: int = SCROLLBACK_BYTES,
         env: Mapping[str, str] | None = None,
+        env_remove: Sequence[str] = (),
         spawn_backend: str = "auto",
     ):
+        """`env` is added to the environment sessions inherit; `env_remove` (names or
+        glob patterns such as `JUPYTERHUB_*`) is taken out of it first."""
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         self.max_sessions = max_sessions
@@ -72,6 +76,7 @@ class UnifiedExecSessionManager:
         self.output_max_bytes = output_max_bytes
         self.scrollback_bytes = scrollback_bytes
         self.env = dict(env or {})
+        self.env_remove = tuple(env_remove)
         self.spawn_backend = spawn_backend
         self._sessions: dict[int, _Managed] = {}
         self._next_id = itertools.count()
@@ -114,7 +119,7 @@ class UnifiedExecSessionManager:
         if not argv or not argv[0]:
             raise MissingCommandLineError()
         self._make_room()
-        env = {**os.environ, "TERM": "xterm-256color", **self.env}
+        env = {**self._inherited_env(), "TERM": "xterm-256color", **self.env}
         try:
             session = PtySession(
                 session_id,
@@ -135,6 +140,11 @@ class UnifiedExecSessionManager:
         session.add_exit_callback(lambda _session: self._changed())
         self._changed()
         return session_id
+
+    def _inherited_env(self) -> dict[str, str]:
+        if not self.env_remove:
+            return dict(os.environ)
+        return {name: value for name, value in os.environ.items() if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.env_remove)}
 
     async def _collect(
         self, session_id: int, text: str, timeout_ms: int, warning: str, stop: asyncio.Event | None

@@ -28,7 +28,12 @@ class Execution:
         for msg in self.messages:
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
-                shown.append(["stream", content["text"]])
+                # A front end appends to the stream it is showing: one print
+                # may arrive as several messages.
+                if shown and shown[-1][0] == "stream" and shown[-1][2] == content["name"]:
+                    shown[-1][1] += content["text"]
+                else:
+                    shown.append(["stream", content["text"], content["name"]])
             elif kind in ("display_data", "execute_result"):
                 entry = [kind, content["data"].get("text/plain", "")]
                 shown.append(entry)
@@ -41,7 +46,7 @@ class Execution:
                     by_id[display_id][1] = content["data"].get("text/plain", "")
             elif kind == "error":
                 shown.append(["error", "\n".join(content["traceback"])])
-        return [tuple(entry) for entry in shown]
+        return [tuple(entry[:2]) for entry in shown]
 
     @property
     def text(self) -> str:

@@ -25,14 +25,17 @@ def settings(**values) -> UnifiedExec:
 def test_defaults_are_the_engines():
     assert settings().manager_options() == {
         "max_sessions": 64, "default_timeout_ms": 1000, "max_timeout_ms": 60000,
-        "scrollback_bytes": 262144, "env": {}, "env_remove": [],
+        "scrollback_bytes": 262144, "env": {}, "env_remove": [], "shell_integration": True, "max_watch_ms": 3_600_000,
     }
     assert settings().shell == "bash"
 
 
 def test_each_knob_reaches_the_manager():
-    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}, env_remove=["JUPYTERHUB_*"]).manager_options()
-    assert options == {"max_sessions": 5, "default_timeout_ms": 200, "max_timeout_ms": 5000, "scrollback_bytes": 4096, "env": {"PAGER": "cat"}, "env_remove": ["JUPYTERHUB_*"]}
+    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}, env_remove=["JUPYTERHUB_*"], shell_integration=False, max_watch_ms=1000).manager_options()
+    assert options == {
+        "max_sessions": 5, "default_timeout_ms": 200, "max_timeout_ms": 5000, "scrollback_bytes": 4096,
+        "env": {"PAGER": "cat"}, "env_remove": ["JUPYTERHUB_*"], "shell_integration": False, "max_watch_ms": 1000,
+    }
 
 
 @pytest.mark.parametrize(
@@ -60,7 +63,7 @@ def test_default_timeout_cannot_exceed_the_maximum():
 
 def test_help_all_documents_every_knob():
     out = subprocess.run([sys.executable, "-m", "unified_exec_kernel", "--help-all"], capture_output=True, text=True, timeout=60).stdout
-    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "env_remove", "shell"]:
+    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "env_remove", "shell_integration", "check", "max_watch_ms", "shell"]:
         assert f"--UnifiedExec.{knob}" in out
 
 

@@ -82,10 +82,20 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False) -> str:
         state = f"session {result.session_id} {exit_state(True, None)}"
     else:
         state = exit_state(False, result.exit_code)
-    parts = [state, f"{result.wall_time:.2f} s"]
+    parts = [state]
+    if result.command_exit_code is not None:
+        parts.append(f"command exited with code {result.command_exit_code}")
+    parts.append(_ENDINGS.get(result.ended_by, ""))
+    parts.append(f"{result.wall_time:.2f} s")
     if result.dropped_bytes:
         parts.append(f"{result.dropped_bytes:,} earlier bytes dropped (buffer full)")
+    if result.left_out_bytes:
+        parts.append(f"{result.left_out_bytes:,} earlier bytes not shown (see them with an empty %%uexec -s)")
     if interrupted and result.session_id is not None:
         sid = result.session_id
         parts.append(f"wait interrupted; the program still runs: stop it with %uexec_kill {sid} or %uexec -s {sid} --keys C-c")
-    return "[" + " · ".join(parts) + "]"
+    return "[" + " · ".join(part for part in parts if part) + "]"
+
+
+# What ended a wait, when the state does not already say it (exit, timeout).
+_ENDINGS = {"command": "", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}

@@ -27,9 +27,15 @@ class CellRequest:
     """What a `%%uexec` cell asks: start `argv`, or type `text` into `session_id`."""
 
     argv: list[str] | None = None
-    session_id: int | None = None
+    session_id: int | str | None = None
     text: str = ""
     timeout_ms: int | None = None
+    until: str | None = None
+    quiet_ms: int | None = None
+    name: str | None = None
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    integration: bool | None = None
     raw: bool = False
     agent_format: bool = False
     live: bool = False
@@ -42,15 +48,30 @@ async def run_in_cell(
     if request.live and live_view is None:
         raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
     with _one_line_errors():
-        session_id = manager.spawn(request.argv) if request.argv is not None else request.session_id
+        if request.argv is not None:
+            session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration)
+        else:
+            session_id = manager.session(request.session_id).session_id
         session = manager.session(session_id)
         if request.live:
             display(live_view(session_id))
     view = None if request.live else CellOutput(raw=request.raw or request.agent_format)
     stop_watching = view.watch(session) if view is not None else (lambda: None)
     stop = asyncio.Event()
+    # A new session's wait is a start's: an integrated shell waits for its first prompt.
+    collect = manager.write(
+        session_id,
+        request.text,
+        timeout_ms=request.timeout_ms,
+        stop=stop,
+        until=request.until,
+        quiet_ms=request.quiet_ms,
+        # A cell that types shows what its own input produced, not what came before.
+        earlier_output=not request.text,
+        first_prompt=request.argv is not None,
+    )
     try:
-        result, interrupted = await _wait(manager.write(session_id, request.text, timeout_ms=request.timeout_ms, stop=stop), stop)
+        result, interrupted = await _wait(collect, stop)
     finally:
         stop_watching()
     if view is None:
@@ -80,6 +101,8 @@ async def _wait(work, stop: asyncio.Event) -> tuple[UnifiedExecResult, bool]:
             stop.set()
             _uncancel()
             return await task, True
+        except ValueError as error:  # a bad --until pattern
+            raise UsageError(str(error)) from None
 
 
 class _one_line_errors:

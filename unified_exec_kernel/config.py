@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import shutil
 
-from traitlets import Dict, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-from .core.manager import MAX_SESSIONS
+from .core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from .core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from .core.session import SCROLLBACK_BYTES
 
@@ -28,6 +28,12 @@ class UnifiedExec(Configurable):
         Unicode(),
         help="Names or glob patterns (JUPYTERHUB_API_TOKEN, AWS_*) of the kernel's environment that sessions do not inherit. Default: none, as with !cmd; see docs/deployment.md.",
     ).tag(config=True)
+    shell_integration = Bool(
+        True,
+        help="Start bash and zsh sessions so that they report where each typed command ends (OSC 133 prompt markers): a cell that types a command then returns when it is done, with its exit code. --no-integration opts a session out.",
+    ).tag(config=True)
+    check = Bool(False, help="Make every %%uexec cell fail (one line) when its program, or the command it typed into an integrated shell, exits non-zero, as if it said --check.").tag(config=True)
+    max_watch_ms = Int(MAX_WATCH_MS, min=0, help="Longest a comm `watch` may wait, in ms (an agent's watch may outlast any request).").tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
 
     @validate("env")
@@ -57,4 +63,6 @@ class UnifiedExec(Configurable):
             "scrollback_bytes": self.scrollback_bytes,
             "env": dict(self.env),
             "env_remove": list(self.env_remove),
+            "shell_integration": self.shell_integration,
+            "max_watch_ms": self.max_watch_ms,
         }

@@ -29,7 +29,7 @@ def load_ipython_extension(ipython) -> None:
     settings = UnifiedExec(parent=ipython)
     manager = UnifiedExecSessionManager(**settings.manager_options())
     live_view = functools.partial(TerminalWidget, manager=manager)
-    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=live_view)
+    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=live_view, check=settings.check)
     ipython.register_magics(magics)
     rewrite.install(ipython)
     ipython.events.register("pre_run_cell", kernel_patches.reset_last_traceback)

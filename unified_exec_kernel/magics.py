@@ -42,11 +42,15 @@ def _plain_usage(magic):
 
 @magics_class
 class UnifiedExecMagics(Magics):
-    def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash", live_view=None):
-        """`live_view(session_id)` makes the widget `--live` shows (the extension passes TerminalWidget)."""
+    def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash", live_view=None, check: bool = False):
+        """`live_view(session_id)` makes the widget `--live` shows (the extension passes TerminalWidget).
+
+        `check`: fail a cell on a non-zero exit unless it says --no-check.
+        """
         super().__init__(shell)
         self.manager = manager
         self.shell_program = shell_program
+        self.check = check
         self.live_view = live_view
         self._background: set[asyncio.Task] = set()
 
@@ -54,8 +58,16 @@ class UnifiedExecMagics(Magics):
 
     @_plain_usage
     @magic_arguments()
-    @argument("-s", "--session", type=int, metavar="ID", help="write the body to this session instead of starting one")
-    @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output, in ms (default 1000, at most 60000)")
+    @argument("-s", "--session", type=_session_key, metavar="ID|NAME", help="write the body to this session (an id or a name) instead of starting one")
+    @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output at most, in ms (default 1000; typing a command into an integrated shell: 60000, its maximum)")
+    @argument("--name", metavar="NAME", help="name the new session, so later cells can say -s NAME (free again once it has exited)")
+    @argument("--until", metavar="REGEX", help="stop waiting as soon as the output matches (Python re, MULTILINE), e.g. --until '>>> $' for a Python REPL")
+    @argument("--quiet", type=int, metavar="MS", help="stop waiting once output came and then nothing for MS")
+    @argument("--check", action="store_true", default=None, help="fail the cell (one line, after the output) when the program, or the command typed into an integrated shell, exits non-zero, as %%%%bash does; c.UnifiedExec.check makes it the default")
+    @argument("--no-check", dest="check", action="store_false", default=None, help="do not fail the cell on a non-zero exit (when c.UnifiedExec.check is on)")
+    @argument("--cwd", metavar="DIR", help="working directory of the new session")
+    @argument("--env", action="append", metavar="KEY=VALUE", help="environment variable for the new session (repeatable)")
+    @argument("--no-integration", action="store_true", help="start bash or zsh as it is, without the prompt markers that tell when a typed command is done")
     @argument("--shell", action="store_true", help="run the body as a script with bash (a new session)")
     @argument("--keys", nargs="+", metavar="KEY", help="named keys sent after the body: C-c, C-d, Enter, Tab, Escape, Up, Down, Left, Right, BSpace (on a %%uexec line they take the rest of the line)")
     @argument("--no-newline", action="store_true", help="write the body without its trailing newline")
@@ -87,18 +99,34 @@ class UnifiedExecMagics(Magics):
         result = await run_in_cell(self.manager, request, self.live_view)
         if args.out:
             self.shell.user_ns[args.out] = result
+        failed = _failure(result)
+        if failed and (self.check if args.check is None else args.check):
+            raise UsageError(failed)
 
     def _request(self, args, body: str) -> CellRequest:
         if args.timeout is not None and args.timeout < 0:
             raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
-        shown = {"timeout_ms": args.timeout, "raw": args.raw, "agent_format": args.format == "agent", "live": args.live}
+        if args.quiet is not None and args.quiet < 0:
+            raise UsageError(f"--quiet must be 0 or more milliseconds, not {args.quiet}")
+        shown = {
+            "timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet,
+            "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,
+        }
         if args.session is not None:
-            if args.shell:
-                raise UsageError("--shell starts a new session; it cannot go with --session")
+            for option, given in (("--shell", args.shell), ("--name", args.name), ("--cwd", args.cwd), ("--env", args.env), ("--no-integration", args.no_integration)):
+                if given:
+                    raise UsageError(f"{option} starts a new session; it cannot go with --session")
             return CellRequest(session_id=args.session, text=_typed(body, no_newline=args.no_newline) + _keys(args.keys), **shown)
         if args.keys:
             raise UsageError("--keys goes with --session: a new session has nothing to type into yet")
-        return CellRequest(argv=self._command(body, script=args.shell), **shown)
+        return CellRequest(
+            argv=self._command(body, script=args.shell),
+            name=args.name,
+            cwd=args.cwd,
+            env=_environment(args.env),
+            integration=False if args.no_integration else None,
+            **shown,
+        )
 
     def _command(self, body: str, *, script: bool) -> list[str]:
         if script:
@@ -124,7 +152,7 @@ class UnifiedExecMagics(Magics):
 
     @_plain_usage
     @magic_arguments()
-    @argument("session", nargs="?", type=int, metavar="ID", help="the session to stop")
+    @argument("session", nargs="?", type=_session_key, metavar="ID|NAME", help="the session to stop")
     @argument("--all", action="store_true", help="stop every session")
     @argument("--signal", metavar="NAME", help="only send this signal (INT, TERM, KILL, HUP, ... or a number) to the foreground job")
     @no_var_expand
@@ -223,6 +251,32 @@ def _skip_blanks(line: str, position: int) -> int:
     while position < len(line) and line[position] in " \t":
         position += 1
     return position
+
+
+def _session_key(text: str) -> int | str:
+    """A session is named by its id or its name."""
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _environment(pairs: list[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    environment = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key or "\0" in pair:
+            raise UsageError(f"--env needs KEY=VALUE, not {pair!r}")
+        environment[key] = value
+    return environment
+
+
+def _failure(result) -> str | None:
+    """What --check fails a cell for: a program's non-zero exit, or a typed command's."""
+    if result.exit_code not in (None, 0):
+        return f"the program exited with code {result.exit_code}"
+    if result.command_exit_code not in (None, 0):
+        return f"the command exited with code {result.command_exit_code}"
+    return None
 
 
 def _typed(body: str, *, no_newline: bool) -> str:

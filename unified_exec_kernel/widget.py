@@ -46,7 +46,7 @@ class TerminalWidget(DOMWidget):
         super().__init__(session_id=session_id, title=shlex.join(session.argv), **kwargs)
         self._session = session
         loop = asyncio.get_running_loop()
-        session.add_exit_callback(self._on_exit)  # before any `exited` is sent
+        session.on_exit(self._on_exit)  # before any `exited` is sent
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
         self._endpoint.stream(session)  # live from now on; `attach` adds the history
         # Widget messages may arrive on a subshell thread; the session lives on the loop.

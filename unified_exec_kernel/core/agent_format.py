@@ -14,6 +14,8 @@ from .models import UnifiedExecResult
 def format_for_agent(result: UnifiedExecResult) -> str:
     if result.session_id is not None:
         state = f"Process running with session ID {result.session_id}"
+        if result.command_exit_code is not None:
+            state += f"\nCommand exited with code {shell_exit_status(result.command_exit_code)}"
     elif result.exit_code is not None:
         state = f"Process exited with code {shell_exit_status(result.exit_code)}"
     else:

@@ -33,6 +33,8 @@ from .models import (
     UnifiedExecResult,
 )
 from .session import SCROLLBACK_BYTES, PtySession
+from .shell_integration import integrate, new_nonce
+from .waits import EndedBy, Wait, WaitFor, compile_until
 from .termination import terminate_blocking
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 MAX_SESSIONS = 64
 WARN_SESSIONS = 60
 PROTECTED_RECENT_SESSIONS = 8
+MAX_WATCH_MS = 3_600_000
 
 
 @dataclass
@@ -63,6 +66,8 @@ class UnifiedExecSessionManager:
         scrollback_bytes: int = SCROLLBACK_BYTES,
         env: Mapping[str, str] | None = None,
         env_remove: Sequence[str] = (),
+        shell_integration: bool = False,
+        max_watch_ms: int = MAX_WATCH_MS,
         spawn_backend: str = "auto",
     ):
         """`env` is added to the environment sessions inherit; `env_remove` (names or
@@ -77,6 +82,9 @@ class UnifiedExecSessionManager:
         self.scrollback_bytes = scrollback_bytes
         self.env = dict(env or {})
         self.env_remove = tuple(env_remove)
+        self.shell_integration = shell_integration
+        self.max_watch_ms = max_watch_ms
+        self._names: dict[str, int] = {}
         self.spawn_backend = spawn_backend
         self._sessions: dict[int, _Managed] = {}
         self._next_id = itertools.count()
@@ -85,61 +93,128 @@ class UnifiedExecSessionManager:
 
     # -- start and write -------------------------------------------------------
 
-    async def start(self, argv: Sequence[str], *, timeout_ms: int | None = None, stop: asyncio.Event | None = None) -> UnifiedExecResult:
-        """Start `argv` in a new session, then collect its output (Codex's `exec_command`)."""
-        timeout_ms, warning = self._clamp_timeout(timeout_ms)  # before spawning, as the seed
-        session_id = self.spawn(argv)
-        return await self._collect(session_id, "", timeout_ms, warning, stop)
+    async def start(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_ms: int | None = None,
+        stop: asyncio.Event | None = None,
+        until: str | None = None,
+        quiet_ms: int | None = None,
+        name: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        integration: bool | None = None,
+    ) -> UnifiedExecResult:
+        """Start `argv` in a new session, then collect its output (Codex's `exec_command`).
+
+        An integrated shell (see `spawn`) is waited on until its first prompt.
+        """
+        compile_until(until)  # a bad pattern starts nothing
+        session_id = self.spawn(argv, name=name, cwd=cwd, env=env, integration=integration)
+        return await self.write(session_id, timeout_ms=timeout_ms, stop=stop, until=until, quiet_ms=quiet_ms, first_prompt=True)
 
     async def write(
-        self, session_id: int, text: str = "", *, timeout_ms: int | None = None, stop: asyncio.Event | None = None
+        self,
+        session_id: int | str,
+        text: str = "",
+        *,
+        timeout_ms: int | None = None,
+        stop: asyncio.Event | None = None,
+        until: str | None = None,
+        quiet_ms: int | None = None,
+        earlier_output: bool = True,
+        first_prompt: bool = False,
     ) -> UnifiedExecResult:
         """Type `text` into a session (nothing: just poll), then collect (Codex's `write_stdin`).
 
         The wait ends at the timeout, when the program has exited and its
-        output is drained, or when `stop` is set (an interrupted cell).
+        output is drained, when `stop` is set (an interrupted cell), when the
+        output matches `until`, when it has been quiet for `quiet_ms`, or, in an
+        integrated shell, when the typed command is done and the prompt is back
+        (then the timeout defaults to `max_timeout_ms`). `earlier_output=False`
+        leaves out what arrived before this request (counted in `left_out_bytes`).
+        `first_prompt`: the session was just spawned; an integrated shell is
+        waited on until its first prompt.
         """
-        timeout_ms, warning = self._clamp_timeout(timeout_ms)
-        return await self._collect(session_id, text, timeout_ms, warning, stop)
+        pattern = compile_until(until)
+        command = self._get_managed(session_id).session.integrated and (bool(text) or first_prompt)
+        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command)
 
     async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
         """The seed's entry: `input_chunks` is the argv of a new session, or text joined with spaces."""
+        waits = {"timeout_ms": request.timeout_ms, "stop": stop, "until": request.until, "quiet_ms": request.quiet_ms}
         if request.session_id is None:
-            return await self.start(request.input_chunks, timeout_ms=request.timeout_ms, stop=stop)
-        return await self.write(request.session_id, " ".join(request.input_chunks), timeout_ms=request.timeout_ms, stop=stop)
+            return await self.start(request.input_chunks, name=request.name, cwd=request.cwd, env=request.env, **waits)
+        return await self.write(request.session_id, " ".join(request.input_chunks), **waits)
 
-    def spawn(self, argv: Sequence[str]) -> int:
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        integration: bool | None = None,
+    ) -> int:
         """Start `argv` in a new session without waiting; its id.
 
         For a face that subscribes to the session's output before collecting
-        it with `write(session_id)`.
+        it with `write(session_id)`. `name` must not be held by a running
+        session. `integration` (default: the manager's `shell_integration`)
+        starts bash or zsh so that it reports where each command ends.
         """
         argv = list(argv)
         session_id = next(self._next_id)
         if not argv or not argv[0]:
             raise MissingCommandLineError()
+        self._check_name(argv, name)
+        if cwd is not None and not os.path.isdir(cwd):
+            raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {cwd}"))
         self._make_room()
-        env = {**self._inherited_env(), "TERM": "xterm-256color", **self.env}
+        environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **(env or {})}
+        nonce = None
+        if self.shell_integration if integration is None else integration:
+            nonce = new_nonce()
+            integrated = integrate(argv, environment, nonce)
+            if integrated is None:
+                nonce = None  # not bash or zsh, or not interactive: runs as it is
+            else:
+                argv, environment = integrated
         try:
             session = PtySession(
                 session_id,
                 argv,
-                env,
+                environment,
                 buffer_bytes=self.output_max_bytes,
                 scrollback_bytes=self.scrollback_bytes,
                 backend=self.spawn_backend,
+                cwd=cwd,
+                prompt_nonce=nonce,
+                name=name,
             )
         except OSError as error:
             raise CreateSessionError(argv, error) from error
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
+        if name is not None:
+            self._names[name] = session_id
         if len(self._sessions) >= self.warn_sessions:
             managed.notice = (
                 f"Warning: {len(self._sessions)} sessions are open; at {self.max_sessions} the least "
                 "recently used one will be closed to make room. Close the ones you no longer need.\n"
             )
-        session.add_exit_callback(lambda _session: self._changed())
+        session.on_exit(lambda _session: self._changed())
         self._changed()
         return session_id
+
+    def _check_name(self, argv: list[str], name: str | None) -> None:
+        if name is None:
+            return
+        if not name or name.strip() != name or name.isdigit():
+            raise CreateSessionError(argv, ValueError(f"{name!r} cannot name a session: use a word that is not a number"))
+        holder = self._sessions.get(self._names.get(name, -1))
+        if holder is not None and holder.session.alive:
+            raise CreateSessionError(argv, ValueError(f"the name {name!r} is held by running session {holder.session.session_id}"))
 
     def _inherited_env(self) -> dict[str, str]:
         if not self.env_remove:
@@ -147,29 +222,46 @@ class UnifiedExecSessionManager:
         return {name: value for name, value in os.environ.items() if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.env_remove)}
 
     async def _collect(
-        self, session_id: int, text: str, timeout_ms: int, warning: str, stop: asyncio.Event | None
+        self,
+        key: int | str,
+        text: str,
+        timeout_ms: int | None,
+        stop: asyncio.Event | None,
+        until,
+        quiet_ms: int | None,
+        earlier_output: bool,
+        command: bool,
     ) -> UnifiedExecResult:
+        """`command`: an integrated shell is done when its prompt is back (after a typed
+        command, or at its first prompt); such a wait defaults to `max_timeout_ms`."""
         started = time.monotonic()
-        managed = self._get_managed(session_id)
+        managed = self._get_managed(key)
+        session = managed.session
+        session_id = session.session_id
+        timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_timeout_ms if command else self.default_timeout_ms)
         async with managed.lock:
-            session = managed.session
             if self._sessions.get(session_id) is not managed:
                 # Another request on this session reported its exit while we queued.
-                raise UnknownSessionIdError(session_id)
+                raise UnknownSessionIdError(key)
             managed.last_used = time.monotonic()
             notice, managed.notice = managed.notice, ""
             collector = HeadTailCollector(self.output_max_bytes)
-            # What arrived since the last request comes first, then what arrives now.
             unread, dropped = session.buffer.drain()
-            collector.push(unread)
+            left_out = 0
+            if earlier_output:
+                collector.push(unread)  # what arrived since the last request comes first
+            else:
+                left_out, unread = len(unread), b""
             unsubscribe = session.subscribe(collector.push)
+            wait = Wait(session, WaitFor(timeout_ms / 1000, until, None if quiet_ms is None else quiet_ms / 1000, command), stop, already=unread)
             try:
                 # A program that exited while a grandchild holds the terminal
                 # cannot read: collect its last words instead (as Codex does).
                 if text and session.alive:
                     session.write(text)
-                await self._wait(session, timeout_ms / 1000, stop)
+                ended_by = await wait.ended if not session.finished else EndedBy.EXIT
             finally:
+                wait.close()
                 unsubscribe()
                 session.buffer.drain()  # the collector has it all
 
@@ -186,30 +278,60 @@ class UnifiedExecSessionManager:
                 wall_time=time.monotonic() - started,
                 original_token_count=collector.token_count,
                 dropped_bytes=dropped,
+                command_exit_code=wait.command_exit_code,
+                ended_by=str(ended_by),
+                left_out_bytes=left_out,
             )
 
-    def _clamp_timeout(self, requested: int | None) -> tuple[int, str]:
+    async def watch(
+        self,
+        session_id: int | str,
+        *,
+        until: str | None = None,
+        quiet_ms: int | None = None,
+        command: bool = False,
+        timeout_ms: int | None = None,
+    ) -> UnifiedExecResult:
+        """Wait, without taking part in requests, until a condition holds; what arrived meanwhile.
+
+        For a program that watches sessions instead of polling them: an
+        idle watch costs no thread and no timer but its timeout. Its timeout
+        may be much longer than a request's (`max_watch_ms`). A watch does
+        not consume the session's output or its exit: requests still see both.
+        """
+        pattern = compile_until(until)
+        session = self._get_managed(session_id).session
+        timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_watch_ms, self.max_watch_ms)
+        started = time.monotonic()
+        collector = HeadTailCollector(self.output_max_bytes)
+        unsubscribe = session.subscribe(collector.push)
+        wait = Wait(session, WaitFor(timeout_ms / 1000, pattern, None if quiet_ms is None else quiet_ms / 1000, command and session.integrated))
+        try:
+            ended_by = await wait.ended if not session.finished else EndedBy.EXIT
+        finally:
+            wait.close()
+            unsubscribe()
+        output, _ = collector.truncated()
+        return UnifiedExecResult(
+            session_id=None if session.finished else session.session_id,
+            output=warning + output,
+            exit_code=session.exit_code if session.finished else None,
+            wall_time=time.monotonic() - started,
+            original_token_count=collector.token_count,
+            command_exit_code=wait.command_exit_code,
+            ended_by=str(ended_by),
+        )
+
+    def _clamp_timeout(self, requested: int | None, default: int, maximum: int | None = None) -> tuple[int, str]:
+        maximum = self.max_timeout_ms if maximum is None else maximum
         if requested is None:
-            return self.default_timeout_ms, ""
-        if requested > self.max_timeout_ms:
-            return self.max_timeout_ms, (
+            return default, ""
+        if requested > maximum:
+            return maximum, (
                 f"Warning: requested timeout {requested}ms exceeds maximum of "
-                f"{self.max_timeout_ms}ms; clamping to {self.max_timeout_ms}ms.\n"
+                f"{maximum}ms; clamping to {maximum}ms.\n"
             )
         return requested, ""
-
-    @staticmethod
-    async def _wait(session: PtySession, timeout: float, stop: asyncio.Event | None) -> None:
-        if session.finished or timeout <= 0:
-            return
-        waiters = {asyncio.ensure_future(session.wait_finished())}
-        if stop is not None:
-            waiters.add(asyncio.ensure_future(stop.wait()))
-        try:
-            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
 
     # -- sessions --------------------------------------------------------------
 
@@ -223,19 +345,24 @@ class UnifiedExecSessionManager:
         log.info("uexec: closing session %s to make room", victim.session.session_id)
         self._remove(victim.session.session_id)
 
-    def _get_managed(self, session_id: int) -> _Managed:
+    def _get_managed(self, key: int | str) -> _Managed:
+        """The session with this id, or this name."""
+        session_id = self._names.get(key) if isinstance(key, str) else key
         managed = self._sessions.get(session_id)
         if managed is None:
-            raise UnknownSessionIdError(session_id)
+            raise UnknownSessionIdError(key)
         return managed
 
-    def session(self, session_id: int) -> PtySession:
+    def session(self, session_id: int | str) -> PtySession:
         """The session with this id, for faces that attach, type or resize."""
         return self._get_managed(session_id).session
 
     def _remove(self, session_id: int) -> asyncio.Task:
         """Take the session out of the table and close it in the background; the closing task."""
         managed = self._sessions.pop(session_id)
+        name = managed.session.name
+        if name is not None and self._names.get(name) == session_id:
+            del self._names[name]
         task = asyncio.ensure_future(managed.session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
@@ -251,21 +378,23 @@ class UnifiedExecSessionManager:
                 alive=session.alive,
                 exit_code=session.exit_code,
                 started=session.started,
+                name=session.name,
             )
             for session in (managed.session for managed in self._sessions.values())
         ]
 
-    async def kill(self, session_id: int, sig: int | None = None) -> None:
+    async def kill(self, session_id: int | str, sig: int | None = None) -> None:
         """Close the session (every process in it), or just send it `sig`."""
         managed = self._get_managed(session_id)
         if sig is not None:
             managed.session.send_signal(sig)
             return
-        await self._remove(session_id)
+        await self._remove(managed.session.session_id)
 
     async def close_all(self) -> None:
         sessions = [managed.session for managed in self._sessions.values()]
         self._sessions.clear()
+        self._names.clear()
         if sessions:
             self._changed()
         await asyncio.gather(*(session.close() for session in sessions), *self._closing)

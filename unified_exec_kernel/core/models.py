@@ -6,7 +6,7 @@ These small types are the documentation of the engine's contract; the faces
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 DEFAULT_TIMEOUT_MS = 1_000
@@ -19,11 +19,20 @@ class UnifiedExecRequest:
 
     For an existing session the chunks are joined with a space and written as
     they are (add the `\\n` yourself); no chunks means just collect output.
+    `session_id` may also be a session's name.
+
+    Beyond the seed: `until` (a regex, MULTILINE) and `quiet_ms` end the wait
+    early; `name`, `cwd` and `env` go with a new session.
     """
 
-    session_id: int | None = None
+    session_id: int | str | None = None
     input_chunks: Sequence[str] = ()
     timeout_ms: int | None = None
+    until: str | None = None
+    quiet_ms: int | None = None
+    name: str | None = None
+    cwd: str | None = None
+    env: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.input_chunks, str):
@@ -31,15 +40,15 @@ class UnifiedExecRequest:
         object.__setattr__(self, "input_chunks", tuple(self.input_chunks))
         if not all(isinstance(chunk, str) for chunk in self.input_chunks):
             raise TypeError("input_chunks must be a list of strings")
-        if self.session_id is not None and (
-            isinstance(self.session_id, bool) or not isinstance(self.session_id, int)
-        ):
-            raise TypeError(f"session_id must be an integer or None, not {self.session_id!r}")
-        if self.timeout_ms is not None:
-            if isinstance(self.timeout_ms, bool) or not isinstance(self.timeout_ms, int):
-                raise TypeError(f"timeout_ms must be an integer, not {self.timeout_ms!r}")
-            if self.timeout_ms < 0:
-                raise ValueError(f"timeout_ms must be 0 or more, not {self.timeout_ms}")
+        if self.session_id is not None and not (_is_int(self.session_id) or isinstance(self.session_id, str)):
+            raise TypeError(f"session_id must be an integer, a name or None, not {self.session_id!r}")
+        for field_name in ("timeout_ms", "quiet_ms"):
+            value = getattr(self, field_name)
+            if value is not None:
+                if not _is_int(value):
+                    raise TypeError(f"{field_name} must be an integer, not {value!r}")
+                if value < 0:
+                    raise ValueError(f"{field_name} must be 0 or more, not {value}")
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,9 @@ class UnifiedExecResult:
     wall_time: float = 0.0
     original_token_count: int = 0
     dropped_bytes: int = 0
+    command_exit_code: int | None = None  # a typed command's status (shell integration), None if none finished
+    ended_by: str = "timeout"  # what ended the wait: exit, command, match, quiet, timeout, interrupt
+    left_out_bytes: int = 0  # earlier output a write did not show (it was not its own)
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,7 @@ class SessionInfo:
     alive: bool = True
     exit_code: int | None = None
     started: float = 0.0
+    name: str | None = None
 
 
 def exit_state(alive: bool, exit_code: int | None) -> str:
@@ -74,3 +87,7 @@ def exit_state(alive: bool, exit_code: int | None) -> str:
     if alive:
         return "running"
     return "exited" if exit_code is None else f"exited with code {exit_code}"
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

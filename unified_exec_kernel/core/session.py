@@ -16,10 +16,12 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
 from .errors import WriteToStdinError
 from .exit_watch import watch_exit
+from .semantic_prompt import SemanticPromptScanner
 from .spawn import spawn_pty
 from .terminal import Terminal
 from .termination import terminate
@@ -35,6 +37,25 @@ CLOSE_GRACE_S = 1.0
 
 Subscriber = Callable[[bytes, int], None]
 """Called with output bytes (whole UTF-8 characters) and the offset of their first byte."""
+
+
+@dataclass(frozen=True)
+class PromptMark:
+    """A shell's own OSC 133 marker (see shell_integration.py), taken out of the output.
+
+    kind: "A" prompt start, "B" prompt end, "C" command output starts, "D"
+    command finished (`exit_status`, None when no command ran). `typeahead`
+    (on A): a typed line is already waiting, so the shell runs it at once.
+    `offset`: where it was in the session's output.
+    """
+
+    kind: str
+    offset: int
+    exit_status: int | None = None
+    typeahead: bool = False
+
+
+PromptListener = Callable[[PromptMark], None]
 
 
 class Lifecycle(enum.Enum):
@@ -57,8 +78,14 @@ class PtySession:
         buffer_bytes: int = UNIFIED_EXEC_OUTPUT_MAX_BYTES,
         scrollback_bytes: int = SCROLLBACK_BYTES,
         backend: str = "auto",
+        cwd: str | None = None,
+        prompt_nonce: str | None = None,
+        name: str | None = None,
     ):
+        """`prompt_nonce`: the shell was integrated with it (shell_integration.py); its
+        prompt markers are taken out of the output and reported to `on_prompt`."""
         self.session_id = session_id
+        self.name = name
         self.argv = list(argv)
         self.started = time.time()
         self.state = Lifecycle.RUNNING
@@ -68,14 +95,16 @@ class PtySession:
         self.scrollback = OutputBuffer(scrollback_bytes)
         self._subscribers: list[Subscriber] = [self.scrollback.push, self.buffer.push]
         self._exit_callbacks: list[Callable[[PtySession], None]] = []
+        self._prompt_listeners: list[PromptListener] = []
         self._loop = asyncio.get_running_loop()
         self._finished = asyncio.Event()
         self._grace_timer: asyncio.TimerHandle | None = None
         self._closing: asyncio.Task | None = None
 
-        spawned = spawn_pty(self.argv, env, rows, cols, backend)
+        self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
+        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd)
         self.pid = spawned.pid
-        self.terminal = Terminal(spawned.master_fd, on_output=self._fan_out, on_eof=self._on_eof)
+        self.terminal = Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
         watch_exit(self.pid, self._loop, self._on_exit)
 
     # -- state -----------------------------------------------------------------
@@ -83,6 +112,11 @@ class PtySession:
     @property
     def alive(self) -> bool:
         return self.state is Lifecycle.RUNNING
+
+    @property
+    def integrated(self) -> bool:
+        """The shell reports its prompts and commands (OSC 133)."""
+        return self._prompts is not None
 
     @property
     def finished(self) -> bool:
@@ -100,26 +134,48 @@ class PtySession:
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """Receive all output from now on; returns the function that stops it."""
-        self._subscribers.append(subscriber)
+        return _listen(self._subscribers, subscriber)
 
-        def unsubscribe() -> None:
-            if subscriber in self._subscribers:
-                self._subscribers.remove(subscriber)
-
-        return unsubscribe
+    def on_prompt(self, listener: PromptListener) -> Callable[[], None]:
+        """Hear the shell's prompt markers from now on; returns the function that stops it."""
+        return _listen(self._prompt_listeners, listener)
 
     def scrollback_snapshot(self) -> tuple[int, bytes]:
         """The kept scrollback and the offset of its first byte."""
         return self.offset - self.scrollback.total_bytes, self.scrollback.data()
 
-    def add_exit_callback(self, callback: Callable[[PtySession], None]) -> None:
-        """Called once the program has exited and its output is drained."""
+    def on_exit(self, callback: Callable[[PtySession], None]) -> Callable[[], None]:
+        """Call `callback` once the program has exited and its output is drained (soon, if it has).
+
+        Returns the function that cancels it.
+        """
         if self.finished:
-            self._loop.call_soon(callback, self)
-        else:
-            self._exit_callbacks.append(callback)
+            return self._loop.call_soon(callback, self).cancel
+        return _listen(self._exit_callbacks, callback)
+
+    def _on_output(self, data: bytes) -> None:
+        if self._prompts is None:
+            self._fan_out(data)
+            return
+        clean, marks = self._prompts.feed(data)
+        position = 0
+        for mark in marks:
+            self._fan_out(clean[position : mark.index])
+            position = mark.index
+            if mark.ours:
+                self._tell_prompt(PromptMark(mark.kind, self.offset, mark.exit_status, mark.typeahead))
+        self._fan_out(clean[position:])
+
+    def _tell_prompt(self, mark: PromptMark) -> None:
+        for listener in list(self._prompt_listeners):
+            try:
+                listener(mark)
+            except Exception:
+                log.exception("uexec: a prompt listener of session %s failed", self.session_id)
 
     def _fan_out(self, data: bytes) -> None:
+        if not data:
+            return
         start = self.offset
         self.offset += len(data)
         for subscriber in list(self._subscribers):
@@ -141,6 +197,8 @@ class PtySession:
             self._restart_grace()
 
     def _on_eof(self) -> None:
+        if self._prompts is not None:
+            self._fan_out(self._prompts.flush())  # a held-back half marker was text after all
         if self.state is Lifecycle.DRAINING:
             self._finish()
 
@@ -218,3 +276,13 @@ class PtySession:
             await asyncio.wait_for(self._finished.wait(), timeout=1.0)
         except asyncio.TimeoutError:
             log.warning("uexec: session %s (pid %s) did not exit", self.session_id, self.pid)
+
+
+def _listen(listeners: list, listener) -> Callable[[], None]:
+    listeners.append(listener)
+
+    def stop() -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+
+    return stop

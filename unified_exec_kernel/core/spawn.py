@@ -53,14 +53,21 @@ def spawn_pty(
     rows: int = 24,
     cols: int = 80,
     backend: str = "auto",
+    cwd: str | None = None,
 ) -> SpawnedPty:
-    """Raises OSError (FileNotFoundError for a missing program) in the caller, never in a child."""
+    """Raises OSError (FileNotFoundError for a missing program) in the caller, never in a child.
+
+    `posix_spawn` cannot change directory before the exec, so a `cwd` takes
+    the forking way (~6 ms instead of ~1.5).
+    """
     if backend == "auto":
-        backend = "posix_spawn" if posix_spawn_available() else "ptyprocess"
+        backend = "posix_spawn" if posix_spawn_available() and cwd is None else "ptyprocess"
+    if backend == "posix_spawn" and cwd is not None:
+        backend = "ptyprocess"
     if backend == "posix_spawn":
         spawned = _spawn_posix(list(argv), dict(env), rows, cols)
     elif backend == "ptyprocess":
-        spawned = _spawn_ptyprocess(list(argv), dict(env), rows, cols)
+        spawned = _spawn_ptyprocess(list(argv), dict(env), rows, cols, cwd)
     else:
         raise ValueError(f"unknown spawn backend {backend!r}: use 'posix_spawn' or 'ptyprocess'")
     os.set_blocking(spawned.master_fd, False)
@@ -103,10 +110,10 @@ def _reset_signals() -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
-def _spawn_ptyprocess(argv: list[str], env: dict[str, str], rows: int, cols: int) -> SpawnedPty:
+def _spawn_ptyprocess(argv: list[str], env: dict[str, str], rows: int, cols: int, cwd: str | None = None) -> SpawnedPty:
     from ptyprocess import PtyProcess
 
-    process = PtyProcess.spawn(argv, env=env, dimensions=(rows, cols), preexec_fn=_reset_signals)
+    process = PtyProcess.spawn(argv, env=env, cwd=cwd, dimensions=(rows, cols), preexec_fn=_reset_signals)
     # ptyprocess would close (with a sleep) and kill the child when the object
     # is collected: keep a duplicate of the fd, close its own, and mark it
     # closed so its `__del__` does nothing.

@@ -19,6 +19,7 @@ from ..core.batcher import Batcher
 from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
+from ..core.waits import compile_until
 from . import messages
 from .live import LiveStream
 from .messages import BadRequest
@@ -50,6 +51,7 @@ class Endpoint:
         self._handlers = {name: handler for name, handler in _HANDLERS.items() if types is None or name in types}
         self.streams: dict[int, LiveStream] = {}
         self.tasks: set[asyncio.Task] = set()
+        self.watches: dict[object, asyncio.Task] = {}
 
     def receive(self, data) -> None:
         """Handle one incoming message; call it on the kernel's loop."""
@@ -69,6 +71,9 @@ class Endpoint:
         for stream in list(self.streams.values()):
             stream.close()
         self.streams.clear()
+        for watch in list(self.watches.values()):
+            watch.cancel()
+        self.watches.clear()
 
     # -- routing and errors ----------------------------------------------------
 
@@ -102,20 +107,31 @@ class Endpoint:
     def _session_of(self, data: dict) -> PtySession:
         if self._session is not None and data.get("session_id") is None:
             return self._session
-        return self.manager.session(messages.required_int(data, "session_id"))
+        return self.manager.session(messages.session_key(data))
 
     # -- the requests ----------------------------------------------------------
 
     async def _exec(self, data: dict, rid) -> None:
-        session_id = messages.optional_int(data, "session_id")
+        key = messages.session_key(data, required=False)
         chunks = messages.input_chunks(data)
-        timeout_ms = messages.timeout_ms(data)
+        waits = {
+            "timeout_ms": messages.timeout_ms(data),
+            "until": messages.optional_str(data, "until"),
+            "quiet_ms": messages.optional_ms(data, "quiet_ms"),
+        }
         output_format = messages.output_format(data)
         # `exec` is the seed's request: with no session, the chunks are an argv.
-        if session_id is None:
-            session_id, text = self.manager.spawn(chunks), ""
+        if key is None:
+            session_id = self.manager.spawn(
+                chunks,
+                name=messages.optional_str(data, "name"),
+                cwd=messages.optional_str(data, "cwd"),
+                env=messages.environment(data),
+                integration=messages.optional_bool(data, "integration"),
+            )
+            text = ""
         else:
-            text = " ".join(chunks)
+            session_id, text = self.manager.session(key).session_id, " ".join(chunks)
         session = self.manager.session(session_id)
         events = Batcher(
             lambda batch: self.send(messages.output(rid, batch)),
@@ -127,19 +143,59 @@ class Endpoint:
         )
         unsubscribe = session.subscribe(events.push)
         try:
-            result = await self.manager.write(session_id, text, timeout_ms=timeout_ms)
+            result = await self.manager.write(session_id, text, first_prompt=key is None, **waits)
         finally:
             unsubscribe()
             events.flush()
-        shown = format_for_agent(result) if output_format == "agent" else result.output
-        self.send(messages.result(rid, result, shown))
+        self.send(messages.result(rid, result, self._shown(result, output_format)))
+
+    async def _watch(self, data: dict, rid) -> None:
+        if rid is None:
+            raise BadRequest("watch needs a request_id: unwatch and fired name the watch by it")
+        if rid in self.watches:
+            raise BadRequest(f"a watch with request_id {rid!r} is already running")
+        session = self.manager.session(messages.session_key(data))
+        conditions = {
+            "until": messages.optional_str(data, "until"),
+            "quiet_ms": messages.optional_ms(data, "quiet_ms"),
+            "command": bool(messages.optional_bool(data, "command")),
+            "timeout_ms": messages.timeout_ms(data),
+        }
+        output_format = messages.output_format(data)
+        compile_until(conditions["until"])  # refuse a bad pattern before answering `watching`
+        watch = asyncio.ensure_future(self.manager.watch(session.session_id, **conditions))
+        # Keyed by the request: `unwatch` names the watch by its request_id.
+        self.watches[rid] = watch
+        self.send(messages.watching(rid, session.session_id))
+        try:
+            watched = await watch
+        except asyncio.CancelledError:
+            return  # unwatched (answered there) or the comm closed
+        finally:
+            if self.watches.get(rid) is watch:
+                del self.watches[rid]
+        self.send(messages.fired(rid, watched, self._shown(watched, output_format)))
+
+    def _unwatch(self, data: dict, rid) -> None:
+        watched_id = data.get("watch_id")
+        watch = self.watches.pop(watched_id, None)
+        if watch is None:
+            raise BadRequest(f"no watch with request_id {watched_id!r}")
+        watch.cancel()
+        self.send({"type": "ok", "request_id": rid, "watch_id": watched_id})
+
+    @staticmethod
+    def _shown(result, output_format: str) -> str:
+        return format_for_agent(result) if output_format == "agent" else result.output
 
     def _list(self, data: dict, rid) -> None:
         self.send(messages.sessions(rid, self.manager.list_sessions()))
 
     async def _kill(self, data: dict, rid) -> None:
-        session_id = messages.required_int(data, "session_id")
-        await self.manager.kill(session_id, messages.optional_signal(data))
+        key = messages.session_key(data)
+        sig = messages.optional_signal(data)
+        session_id = self.manager.session(key).session_id
+        await self.manager.kill(session_id, sig)
         self.send(messages.ok(rid, session_id))
 
     def stream(self, session: PtySession) -> LiveStream:
@@ -155,7 +211,8 @@ class Endpoint:
         self.stream(self._session_of(data)).replay(rid)
 
     def _detach(self, data: dict, rid) -> None:
-        session_id = messages.required_int(data, "session_id")
+        key = messages.session_key(data)
+        session_id = key if isinstance(key, int) else self.manager.session(key).session_id
         stream = self.streams.pop(session_id, None)
         if stream is not None:
             stream.close()
@@ -183,6 +240,8 @@ _HANDLERS = {
     "detach": Endpoint._detach,
     "input": Endpoint._input,
     "resize": Endpoint._resize,
+    "watch": Endpoint._watch,
+    "unwatch": Endpoint._unwatch,
 }
 MESSAGE_TYPES = tuple(_HANDLERS)
 """What a front end may send (docs/protocol.md, "Front end → kernel")."""

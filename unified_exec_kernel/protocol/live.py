@@ -52,7 +52,7 @@ class LiveStream:
             offset=session.offset,
         )
         self._unsubscribe = session.subscribe(self._batches.push)
-        session.add_exit_callback(self._on_finished)
+        self._forget_exit = session.on_exit(self._on_finished)
 
     def replay(self, request_id=None) -> None:
         """Answer an `attach`: `attached`, the scrollback as `data` events, then live data continues."""
@@ -68,6 +68,7 @@ class LiveStream:
         if not self._closed:
             self._closed = True
             self._unsubscribe()
+            self._forget_exit()
             self._batches.cancel()
 
     def _send_batch(self, batch: Batch) -> None:

@@ -15,7 +15,7 @@ from ..core.manager import UnifiedExecSessionManager
 from ..core.models import SessionInfo, UnifiedExecResult
 from ..core.session import PtySession
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 MAX_INPUT_BYTES = 1024 * 1024
 
 
@@ -44,6 +44,48 @@ def named_session(data) -> int | None:
     return value if _is_int(value) else None
 
 
+def session_key(data: dict, *, required: bool = True) -> int | str | None:
+    """A message's `session_id`: a session's id or its name."""
+    value = data.get("session_id")
+    if value is None and not required:
+        return None
+    if _is_int(value) or (isinstance(value, str) and value):
+        return value
+    if value is None:
+        raise BadRequest("session_id is required")
+    raise BadRequest("session_id must be an integer or a session's name")
+
+
+def optional_str(data: dict, field: str) -> str | None:
+    value = data.get(field)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"{field} must be a string or null")
+    return value
+
+
+def optional_bool(data: dict, field: str) -> bool | None:
+    value = data.get(field)
+    if value is not None and not isinstance(value, bool):
+        raise BadRequest(f"{field} must be true, false or null")
+    return value
+
+
+def optional_ms(data: dict, field: str) -> int | None:
+    value = optional_int(data, field)
+    if value is not None and value < 0:
+        raise BadRequest(f"{field} must be 0 or more")
+    return value
+
+
+def environment(data: dict) -> dict[str, str] | None:
+    value = data.get("env")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k and "=" not in k and isinstance(v, str) for k, v in value.items()):
+        raise BadRequest("env must be an object of strings (names without '=')")
+    return value
+
+
 def optional_int(data: dict, field: str) -> int | None:
     value = data.get(field)
     if value is None:
@@ -61,10 +103,7 @@ def required_int(data: dict, field: str) -> int:
 
 
 def timeout_ms(data: dict) -> int | None:
-    value = optional_int(data, "timeout_ms")
-    if value is not None and value < 0:
-        raise BadRequest("timeout_ms must be 0 or more")
-    return value
+    return optional_ms(data, "timeout_ms")
 
 
 def input_chunks(data: dict) -> list[str]:
@@ -132,15 +171,27 @@ def hello(manager: UnifiedExecSessionManager) -> dict:
     }
 
 
-def result(rid, result: UnifiedExecResult, output: str) -> dict:
+def result(rid, result: UnifiedExecResult, output: str, kind: str = "result") -> dict:
     return {
-        "type": "result",
+        "type": kind,
         "request_id": rid,
         "session_id": result.session_id,
         "output": output,
         "exit_code": result.exit_code,
+        "command_exit_code": result.command_exit_code,
+        "ended_by": result.ended_by,
         "wall_time": result.wall_time,
     }
+
+
+def watching(rid, session_id: int) -> dict:
+    return {"type": "watching", "request_id": rid, "session_id": session_id}
+
+
+def fired(rid, watched: UnifiedExecResult, output: str) -> dict:
+    answer = result(rid, watched, output, kind="fired")
+    answer["reason"] = answer.pop("ended_by")
+    return answer
 
 
 def output(rid, batch: Batch) -> dict:

@@ -1,0 +1,154 @@
+# unified-exec-kernel: OSC 133 semantic prompts for an interactive bash.
+#
+# core/shell_integration.py starts bash so that it reads this file, one of two ways:
+# - UEXEC_BASH_STARTUP=rcfile: this file is bash's --rcfile; it sources what bash
+#   would have read (the user's --rcfile, else ~/.bashrc), then installs the hooks;
+# - UEXEC_BASH_STARTUP=prompt: for --norc and login shells, which read their startup
+#   files themselves, the environment's PROMPT_COMMAND sources this file at the first
+#   prompt, after every startup file has run.
+# Either way the UEXEC_* variables leave the environment before anything else can
+# inherit them, so a shell started inside this one is not integrated.
+#
+# Markers (ESC ] 133 ; ... BEL), each carrying uexec=<nonce> so that output which
+# merely looks like a marker never passes for one of this session's:
+#   A  prompt start (from the last PROMPT_COMMAND hook; typeahead=1 when a typed line
+#      is already waiting, so the shell is about to run it rather than wait)
+#   B  prompt end (the end of PS1)
+#   C  command output start (PS0, printed after a command line is read)
+#   D;<status>  the command line finished (first PROMPT_COMMAND hook), only when one
+#      ran: an empty line, a comment, a syntax error or Ctrl-C at the prompt run none,
+#      which bash's command number (\#) tells.
+# The user's PROMPT_COMMAND runs between the two hooks at top level, as bash would run
+# it, and sees the real $?; PS1 and PS0 are the user's with our marker appended.
+
+__uexec_entry_status=$?  # bootstrap mode hands it back to the rest of PROMPT_COMMAND
+
+# Parse the functions below without the user's aliases (bootstrap mode runs after them).
+if shopt -q expand_aliases; then __uexec_aliases=1; else __uexec_aliases=; fi
+shopt -u expand_aliases
+
+__uexec_precmd() {
+    local __uexec_status=$? __uexec_number=${__uexec_hash@P}
+    if [[ $__uexec_number != "$__uexec_commands" ]]; then
+        __uexec_commands=$__uexec_number
+        builtin printf '\e]133;D;%s;uexec=%s\a' "$__uexec_status" "$__uexec_nonce"
+    fi
+    __uexec_unmark  # the user's hooks see their own prompts
+    return "$__uexec_status"
+}
+
+__uexec_postcmd() {
+    local __uexec_status=$? __uexec_typeahead=
+    __uexec_unmark
+    # B ends PS1 and C ends PS0 through a variable of ours: if PS1 is exported, a
+    # shell started inside this one inherits the reference, not the marker
+    if builtin shopt -q promptvars; then
+        PS1+='${__uexec_b-}'
+        PS0+='${__uexec_c-}'
+    else
+        PS1+=$__uexec_literal_b
+        PS0+=$__uexec_literal_c
+    fi
+    # A complete line typed ahead (the terminal is still in line mode here) will run
+    # at once: this prompt does not mean the shell waits.
+    if builtin read -t 0; then __uexec_typeahead=';typeahead=1'; fi
+    builtin printf '\e]133;A;uexec=%s%s\a' "$__uexec_nonce" "$__uexec_typeahead"
+    return "$__uexec_status"
+}
+
+__uexec_unmark() {
+    PS1=${PS1-}; PS1=${PS1//'${__uexec_b-}'/}; PS1=${PS1//"$__uexec_literal_b"/}
+    PS0=${PS0-}; PS0=${PS0//'${__uexec_c-}'/}; PS0=${PS0//"$__uexec_literal_c"/}
+}
+
+# Wrap the user's PROMPT_COMMAND (a string, or an array from bash 5.1 on) between our
+# two hooks. Newlines separate them: the user's text may end in ';' or '&'.
+__uexec_install() {
+    # \001 and \002 tell readline that B takes no room on the screen
+    __uexec_b=$'\001\e]133;B;uexec='$__uexec_nonce$'\a\002'
+    __uexec_c=$'\e]133;C;uexec='$__uexec_nonce$'\a'
+    __uexec_literal_b='\[\e]133;B;uexec='$__uexec_nonce'\a\]'
+    __uexec_literal_c='\e]133;C;uexec='$__uexec_nonce'\a'
+    __uexec_hash='\#'
+    __uexec_commands=${__uexec_hash@P}
+    if [[ ${PROMPT_COMMAND@a} == *a* ]] && (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then
+        local -a __uexec_user=("${PROMPT_COMMAND[@]}")
+        builtin unset PROMPT_COMMAND
+        PROMPT_COMMAND=(__uexec_precmd "${__uexec_user[@]}" __uexec_postcmd)
+    else
+        local __uexec_user=${PROMPT_COMMAND-}
+        builtin unset PROMPT_COMMAND
+        PROMPT_COMMAND=__uexec_precmd$'\n'${__uexec_user:+$__uexec_user$'\n'}__uexec_postcmd
+    fi
+}
+
+# PS0 and ${var@P} came with bash 4.4: older ones just run the user's startup files.
+__uexec_supported() {
+    (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && [[ -n $__uexec_nonce ]]
+}
+
+__uexec_forget_environment() {
+    builtin unset UEXEC_SHELL_INTEGRATION UEXEC_BASH_STARTUP UEXEC_BASH_RCFILE \
+        UEXEC_BASH_BOOTSTRAP UEXEC_BASH_PROMPT_COMMAND UEXEC_PARENT_PID
+}
+
+# PROMPT_COMMAND with the bootstrap text replaced by what it stood for: the
+# environment's own PROMPT_COMMAND, or a command that does nothing, not even to $?,
+# so that whatever the startup files put around it still parses and sees $?.
+__uexec_unbootstrap() {
+    local __uexec_boot=$UEXEC_BASH_BOOTSTRAP __uexec_orig=__uexec_pass __uexec_i
+    if [[ -n ${UEXEC_BASH_PROMPT_COMMAND+set} ]]; then __uexec_orig=$UEXEC_BASH_PROMPT_COMMAND; fi
+    for __uexec_i in "${!PROMPT_COMMAND[@]}"; do
+        PROMPT_COMMAND[__uexec_i]=${PROMPT_COMMAND[__uexec_i]//"$__uexec_boot"/"$__uexec_orig"}
+    done
+    # it came from the environment: a child must not inherit it
+    builtin export -n PROMPT_COMMAND
+}
+
+__uexec_pass() {
+    return "$?"
+}
+
+# Runs inside the first PROMPT_COMMAND, after the startup files.
+__uexec_bootstrap() {
+    __uexec_unbootstrap
+    if [[ $PPID == "${UEXEC_PARENT_PID-}" ]]; then
+        __uexec_nonce=${UEXEC_SHELL_INTEGRATION-}
+    else
+        # a shell that the startup files started and that inherited the bootstrap
+        __uexec_nonce=
+    fi
+    __uexec_forget_environment
+    if __uexec_supported; then
+        __uexec_install
+        # this prompt's A: the hooks run from the next prompt on
+        __uexec_postcmd
+    fi
+    local __uexec_status=$__uexec_entry_status
+    builtin unset __uexec_entry_status
+    return "$__uexec_status"
+}
+
+if [[ $__uexec_aliases ]]; then shopt -s expand_aliases; fi
+builtin unset __uexec_aliases
+
+# Top level, not a function: the user's file must run as bash would run it (a
+# `declare` in it is global, a `return` ends the file).
+if [[ ${UEXEC_BASH_STARTUP-} == rcfile ]]; then
+    builtin unset __uexec_entry_status
+    __uexec_nonce=${UEXEC_SHELL_INTEGRATION-}
+    __uexec_rcfile=${UEXEC_BASH_RCFILE-'~/.bashrc'}
+    __uexec_forget_environment
+    # what bash does with an rc file name: expand a leading ~, open it from the
+    # working directory (`.` alone would search PATH), skip it if missing
+    if [[ $__uexec_rcfile == '~' || $__uexec_rcfile == '~/'* ]]; then
+        __uexec_rcfile=$HOME${__uexec_rcfile:1}
+    elif [[ $__uexec_rcfile != */* ]]; then
+        __uexec_rcfile=./$__uexec_rcfile
+    fi
+    if [[ -e $__uexec_rcfile ]]; then . "$__uexec_rcfile"; fi
+    builtin unset __uexec_rcfile
+    if __uexec_supported; then __uexec_install; fi
+elif [[ ${UEXEC_BASH_STARTUP-} == prompt ]]; then
+    __uexec_bootstrap  # last: the rest of PROMPT_COMMAND sees the $? from before it
+fi

@@ -1,0 +1,12 @@
+# unified-exec-kernel: the user's .zshrc, then the hooks (see .zshenv here)
+__uexec_user_dotdir
+if __uexec_user_file .zshrc; then builtin source $REPLY; fi
+__uexec_our_dotdir
+__uexec_install
+unfunction __uexec_install
+if [[ -n $__uexec_norcs ]]; then
+    setopt no_rcs  # as zsh -f leaves it; no .zlogin (ours included) comes then
+fi
+if [[ ! -o login || ! -o rcs ]] && (( ${+functions[__uexec_done]} )); then
+    __uexec_done
+fi

@@ -27,7 +27,7 @@ def kernel():
 def comm(kernel):
     comm_id = kernel.comm_open("unified_exec")
     hello = kernel.comm_messages(comm_id, lambda d: d["type"] == "hello")[-1]
-    assert hello["protocol_version"] == 1
+    assert hello["protocol_version"] == 2  # v1 messages keep working
     yield comm_id
     kernel.comm_close(comm_id)
 
@@ -107,7 +107,8 @@ def test_list_kill_and_sessions_changed(kernel, comm):
         ("not an object", "BadRequest", "must be a JSON object"),
         ({"no": "type"}, "BadRequest", "unknown message type None"),
         ({"type": "launch_missiles"}, "BadRequest", "unknown message type 'launch_missiles'"),
-        ({"type": "exec", "session_id": "zero"}, "BadRequest", "session_id must be an integer"),
+        ({"type": "exec", "session_id": 1.5}, "BadRequest", "session_id must be an integer or a session's name"),
+        ({"type": "exec", "session_id": "no-such-name"}, "UnknownSessionId", "Unknown session id 'no-such-name'"),
         ({"type": "exec", "session_id": None, "input_chunks": "bash"}, "BadRequest", "input_chunks must be a list"),
         ({"type": "exec", "session_id": None, "input_chunks": ["true"], "timeout_ms": -1}, "BadRequest", "timeout_ms must be 0 or more"),
         ({"type": "exec", "session_id": None, "input_chunks": []}, "MissingCommandLine", "Missing command line"),

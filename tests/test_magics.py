@@ -109,7 +109,7 @@ def test_keys_ctrl_c_stops_a_foreground_sleep(kernel):
 
 BAD_INPUTS = [
     ("%%uexec --bogus\nls\n", "unrecognized arguments: --bogus"),
-    ("%%uexec -s abc\n", "invalid int value: 'abc'"),
+    ("%%uexec -s abc\n", "Unknown session id 'abc'"),
     ("%%uexec -s 9999\n", "Unknown session id 9999"),
     ("%%uexec -t -5\nls\n", "--timeout must be 0 or more"),
     ("%%uexec\n\n", "empty command"),

@@ -33,6 +33,11 @@ from .kernel_patches import wake_on_signals
 from .session_table import SessionTable
 
 
+def _session_key(text: str) -> int | str:
+    """A session is named by its id or its name."""
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
 def _plain_usage(magic):
     """`magic_arguments` writes the usage as an reST literal block; `%%uexec?` showed its `::`."""
     if magic.__doc__ and magic.__doc__.startswith("::\n"):
@@ -251,11 +256,6 @@ def _skip_blanks(line: str, position: int) -> int:
     while position < len(line) and line[position] in " \t":
         position += 1
     return position
-
-
-def _session_key(text: str) -> int | str:
-    """A session is named by its id or its name."""
-    return int(text) if text.lstrip("-").isdigit() else text
 
 
 def _environment(pairs: list[str] | None) -> dict[str, str] | None:

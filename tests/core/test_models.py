@@ -17,8 +17,18 @@ def test_request_defaults_poll_nothing_with_the_default_timeout():
         ({"input_chunks": ["ok", 3]}, TypeError),
         ({"session_id": "1"}, TypeError),
         ({"session_id": True}, TypeError),
+        ({"session_id": ""}, TypeError),
+        ({"quiet_ms": -5}, ValueError),
+        ({"quiet_ms": "5"}, TypeError),
     ],
 )
 def test_bad_requests_are_refused_with_a_clear_error(kwargs, error):
     with pytest.raises(error):
         UnifiedExecRequest(**kwargs)
+
+
+def test_a_session_may_be_named_and_a_new_one_given_a_place_and_an_environment():
+    request = UnifiedExecRequest("build", ["make\n"], until="done$", quiet_ms=200)
+    assert (request.session_id, request.until, request.quiet_ms) == ("build", "done$", 200)
+    start = UnifiedExecRequest(None, ["bash"], name="sh", cwd="/tmp", env={"A": "1"})
+    assert (start.name, start.cwd, start.env) == ("sh", "/tmp", {"A": "1"})

@@ -7,9 +7,26 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_exec_kernel.core.semantic_prompt import MAX_SEQUENCE, OSC_133, PromptEvent, SemanticPromptScanner
+from unified_exec_kernel.core import semantic_prompt
+from unified_exec_kernel.core.semantic_prompt import MAX_SEQUENCE, PromptEvent
 
 NONCE = "c0ffee"
+OSC_133 = semantic_prompt.OSC_133.decode()
+
+
+class SemanticPromptScanner(semantic_prompt.SemanticPromptScanner):
+    """The scanner takes bytes (a session's output); these tests speak in text, indices in bytes."""
+
+    def feed(self, text: str):
+        clean, events = super().feed(text.encode())
+        return clean.decode(), events
+
+    def flush(self) -> str:
+        return super().flush().decode()
+
+    @property
+    def held(self) -> str:
+        return super().held.decode()
 
 
 def mark(kind: str, *fields: str, nonce: str | None = NONCE, end: str = "\a") -> str:
@@ -24,7 +41,7 @@ def scan_in_chunks(chunks: list[str], nonce: str | None = NONCE) -> tuple[str, l
     events = []
     for chunk in chunks:
         text, found = scanner.feed(chunk)
-        events += [(e.kind, len(clean) + e.index, e.ours, e.exit_status, e.typeahead) for e in found]
+        events += [(e.kind, len(clean.encode()) + e.index, e.ours, e.exit_status, e.typeahead) for e in found]
         clean += text
     return clean + scanner.flush(), events
 
@@ -159,7 +176,7 @@ def reference(text: str) -> tuple[str, list[tuple]]:
     clean, events, last = "", [], 0
     for match in _REFERENCE.finditer(text):
         clean += text[last : match.start()]
-        event = SemanticPromptScanner(NONCE)._event(match.group(1), len(clean))
+        event = SemanticPromptScanner(NONCE)._event(match.group(1), len(clean.encode()))
         events.append((event.kind, event.index, event.ours, event.exit_status, event.typeahead))
         last = match.end()
     return clean + text[last:], events

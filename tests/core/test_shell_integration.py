@@ -8,7 +8,6 @@ typeahead, that follows the write, taking the status of the last D before it.
 
 from __future__ import annotations
 
-import codecs
 import os
 import platform
 import re
@@ -25,6 +24,7 @@ from unified_exec_kernel.core import procs
 from unified_exec_kernel.core.semantic_prompt import PromptEvent, SemanticPromptScanner
 from unified_exec_kernel.core.shell_integration import BASH_SCRIPT, NONCE_VARIABLE, ZSH_DOTDIR, integrate, new_nonce
 from unified_exec_kernel.core.spawn import spawn_pty
+from unified_exec_kernel.core.utf8 import Utf8Stream
 
 WAIT_S = 30.0
 # read, poll, select, pselect6, ppoll (what a line editor blocks in), by machine
@@ -66,7 +66,7 @@ class Shell:
         self.argv, self.env = rewritten
         self.pty = spawn_pty(self.argv, self.env)
         self.scanner = SemanticPromptScanner(self.nonce)
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.utf8 = Utf8Stream()
         self.text = ""
         self.events: list[PromptEvent] = []
         self.eof = False
@@ -86,12 +86,12 @@ class Shell:
             data = b""
         if not data:
             self.eof = True
-            data_text = self.decoder.decode(b"", final=True) + self.scanner.flush()
-            self.text += data_text
+            self.text += (self.utf8.feed(b"", final=True) + self.scanner.flush()).decode()
             return
-        clean, events = self.scanner.feed(self.decoder.decode(data))
-        self.events += [PromptEvent(e.kind, len(self.text) + e.index, e.ours, e.exit_status, e.typeahead) for e in events]
-        self.text += clean
+        clean, events = self.scanner.feed(self.utf8.feed(data))
+        # The scanner counts bytes; these tests index the text.
+        self.events += [PromptEvent(e.kind, len(self.text) + len(clean[: e.index].decode()), e.ours, e.exit_status, e.typeahead) for e in events]
+        self.text += clean.decode()
 
     def wait_for(self, predicate, what: str, timeout: float = WAIT_S) -> None:
         deadline = time.monotonic() + timeout
@@ -539,6 +539,16 @@ def test_an_exported_ps1_carries_no_marker_into_a_nested_bash(start, home):
     assert sh.events[c + 1 :] == []
     exit_mark = sh.write("exit\n")
     sh.wait_event("A", exit_mark)
+
+
+def test_a_prompt_that_ends_in_a_dollar_sign_stays_as_it_is(start):
+    # `%env PS1=$ ` in IPython exports PS1="$": our reference must not make it `$$`.
+    sh = start(["bash", "--norc", "-i"], env={"PS1": "$"})
+    sh.started()
+    run = sh.run("echo ok")
+    assert run.status == 0
+    prompt = sh.text[sh.text.rfind("ok\r\n") + len("ok\r\n") :]
+    assert prompt.endswith("$") and str(sh.pty.pid) not in prompt
 
 
 @both

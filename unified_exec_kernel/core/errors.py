@@ -15,8 +15,8 @@ class UnifiedExecError(Exception):
 class UnknownSessionIdError(UnifiedExecError, LookupError):
     name = "UnknownSessionId"
 
-    def __init__(self, session_id: int):
-        super().__init__(f"Unknown session id {session_id}")
+    def __init__(self, session_id: int | str):
+        super().__init__(f"Unknown session id {session_id!r}" if isinstance(session_id, str) else f"Unknown session id {session_id}")
         self.session_id = session_id
 
 

@@ -40,7 +40,8 @@ class UnifiedExecRequest:
         object.__setattr__(self, "input_chunks", tuple(self.input_chunks))
         if not all(isinstance(chunk, str) for chunk in self.input_chunks):
             raise TypeError("input_chunks must be a list of strings")
-        if self.session_id is not None and not (_is_int(self.session_id) or isinstance(self.session_id, str)):
+        named = isinstance(self.session_id, str) and self.session_id and not self.session_id.isdigit()
+        if self.session_id is not None and not (_is_int(self.session_id) or named):
             raise TypeError(f"session_id must be an integer, a name or None, not {self.session_id!r}")
         for field_name in ("timeout_ms", "quiet_ms"):
             value = getattr(self, field_name)

@@ -7,7 +7,8 @@ recorded session, a test printing a fake one), so every OSC 133 sequence is
 removed and reported, and only those carrying this session's nonce
 (`uexec=<nonce>`) count as the shell's own.
 
-The scanner runs on every decoded chunk the session reads (~80 MB/s when a
+The scanner runs on every chunk the session reads (bytes of whole UTF-8
+characters; markers are ASCII, so byte positions are exact) (~80 MB/s when a
 program floods), so text without `ESC ] 133 ;` costs one substring search. A
 marker split across chunks is completed on the next one: only a trailing
 incomplete `ESC ] 133 ...` is held back, never other text, and not beyond
@@ -21,13 +22,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-OSC_133 = "\x1b]133;"
+OSC_133 = b"\x1b]133;"
 # A marker's parameters are short (kinds, a status, key=value options); this bounds
 # what a stray `ESC ] 133 ;` can hold back.
 MAX_SEQUENCE = 512
 # Everything a marker's parameters can contain: no control character (BEL and ESC
 # end them; any other one means the sequence was not a marker).
-_PARAMETERS = re.compile(r"[^\x00-\x1f\x7f]*")
+_PARAMETERS = re.compile(rb"[^\x00-\x1f\x7f]*")
 _STATUS = re.compile(r"-?[0-9]{1,10}")
 
 
@@ -37,8 +38,8 @@ class PromptEvent:
 
     kind: "A" prompt start, "B" prompt end (input starts), "C" command output
       starts, "D" command finished; another letter if a foreign shell sent one.
-    index: where the marker was, as an index into the clean text returned by the
-      `feed` call that reported it.
+    index: where the marker was, as a byte index into the clean output returned by
+      the `feed` call that reported it.
     ours: it carried this session's nonce (a marker without it is never ours).
     exit_status: D only: the command's exit status, None when the marker had none.
     typeahead: A only: a typed line was already waiting, so the shell runs it at
@@ -58,34 +59,34 @@ class SemanticPromptScanner:
     def __init__(self, nonce: str | None, max_sequence: int = MAX_SEQUENCE):
         self.nonce = nonce
         self.max_sequence = max_sequence
-        self._held = ""
+        self._held = b""
 
     @property
-    def held(self) -> str:
+    def held(self) -> bytes:
         """The incomplete marker held back until the next chunk completes it."""
         return self._held
 
-    def feed(self, text: str) -> tuple[str, list[PromptEvent]]:
-        """The text without OSC 133 markers, and the markers found, in order."""
+    def feed(self, text: bytes) -> tuple[bytes, list[PromptEvent]]:
+        """The output without OSC 133 markers, and the markers found, in order."""
         if self._held:
             text = self._held + text
-            self._held = ""
+            self._held = b""
         if OSC_133 not in text:
             # the only thing to watch: a chunk ending inside "ESC ] 1 3 3 ;"
-            tail = text.rfind("\x1b", max(0, len(text) - len(OSC_133) + 1))
+            tail = text.rfind(b"\x1b", max(0, len(text) - len(OSC_133) + 1))
             if tail != -1 and OSC_133.startswith(text[tail:]):
                 self._held = text[tail:]
                 return text[:tail], []
             return text, []
         return self._scan(text)
 
-    def flush(self) -> str:
+    def flush(self) -> bytes:
         """Give up on a held-back incomplete marker (end of output): it is text after all."""
-        held, self._held = self._held, ""
+        held, self._held = self._held, b""
         return held
 
-    def _scan(self, text: str) -> tuple[str, list[PromptEvent]]:
-        pieces: list[str] = []
+    def _scan(self, text: bytes) -> tuple[bytes, list[PromptEvent]]:
+        pieces: list[bytes] = []
         events: list[PromptEvent] = []
         clean_length = 0
         copied = 0  # text[:copied] is already in pieces or dropped
@@ -99,7 +100,7 @@ class SemanticPromptScanner:
             if end - body > self.max_sequence:
                 search = start + 1  # too long for a marker
                 continue
-            if end == len(text) or (text[end] == "\x1b" and end + 1 == len(text)):
+            if end == len(text) or (text[end] == 0x1B and end + 1 == len(text)):
                 # the chunk ends inside it: hold it back for the next one
                 piece = text[copied:start]
                 pieces.append(piece)
@@ -107,9 +108,9 @@ class SemanticPromptScanner:
                 self._held = text[start:]
                 copied = len(text)
                 break
-            if text[end] == "\x07":
+            if text[end] == 0x07:
                 after = end + 1
-            elif text[end] == "\x1b" and text[end + 1] == "\\":
+            elif text[end] == 0x1B and text[end + 1] == 0x5C:  # ESC \ (ST)
                 after = end + 2
             else:
                 search = start + 1  # a control character inside: not a marker
@@ -117,16 +118,16 @@ class SemanticPromptScanner:
             piece = text[copied:start]
             pieces.append(piece)
             clean_length += len(piece)
-            events.append(self._event(text[body:end], clean_length))
+            events.append(self._event(text[body:end].decode("ascii", "replace"), clean_length))
             copied = search = after
         if copied == 0:
             clean = text
         else:
             pieces.append(text[copied:])
-            clean = "".join(pieces)
+            clean = b"".join(pieces)
         if not self._held:
             # the part after the last marker may end inside the next one
-            tail = clean.rfind("\x1b", max(0, len(clean) - len(OSC_133) + 1))
+            tail = clean.rfind(b"\x1b", max(0, len(clean) - len(OSC_133) + 1))
             if tail != -1 and OSC_133.startswith(clean[tail:]) and tail >= clean_length:
                 self._held = clean[tail:]
                 clean = clean[:tail]

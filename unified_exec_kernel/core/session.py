@@ -215,7 +215,8 @@ class PtySession:
             self._grace_timer = None
         self.state = Lifecycle.FINISHED
         self._finished.set()
-        callbacks, self._exit_callbacks = self._exit_callbacks, []
+        # A copy: a callback may cancel others (a finished wait lets go of the session).
+        callbacks, self._exit_callbacks = list(self._exit_callbacks), []
         for callback in callbacks:
             try:
                 callback(self)

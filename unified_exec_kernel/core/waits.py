@@ -60,6 +60,7 @@ class Wait:
         self._wait_for = wait_for
         self.ended: asyncio.Future[EndedBy] = self._loop.create_future()
         self.command_exit_code: int | None = None
+        self._prompt_started = False
         self._text = ""
         self._quiet_timer: asyncio.TimerHandle | None = None
         self._cleanups = [
@@ -90,9 +91,14 @@ class Wait:
             self._quiet_timer = self._loop.call_later(self._wait_for.quiet_s, self._end, EndedBy.QUIET)
 
     def _on_prompt(self, mark: PromptMark) -> None:
+        # D: a command finished. A: a prompt starts (with typeahead, the shell
+        # runs a waiting line at once: not done yet). B: the prompt is printed,
+        # so it is part of the output, and the shell waits for input: done.
         if mark.kind == "D":
             self.command_exit_code = mark.exit_status
-        elif mark.kind == "A" and not mark.typeahead:
+        elif mark.kind == "A":
+            self._prompt_started = not mark.typeahead
+        elif mark.kind == "B" and self._prompt_started:
             self._end(EndedBy.COMMAND)
 
     def _end(self, reason: EndedBy) -> None:

@@ -43,7 +43,9 @@ __uexec_postcmd() {
     # B ends PS1 and C ends PS0 through a variable of ours: if PS1 is exported, a
     # shell started inside this one inherits the reference, not the marker
     if builtin shopt -q promptvars; then
-        PS1+='${__uexec_b-}'
+        # \[\] (nothing readline shows) keeps a PS1 that ends in '$' from
+        # reading our reference as `$$`, the shell's pid
+        PS1+='\[\]${__uexec_b-}'
         PS0+='${__uexec_c-}'
     else
         PS1+=$__uexec_literal_b
@@ -57,7 +59,7 @@ __uexec_postcmd() {
 }
 
 __uexec_unmark() {
-    PS1=${PS1-}; PS1=${PS1//'${__uexec_b-}'/}; PS1=${PS1//"$__uexec_literal_b"/}
+    PS1=${PS1-}; PS1=${PS1//'\[\]${__uexec_b-}'/}; PS1=${PS1//"$__uexec_literal_b"/}
     PS0=${PS0-}; PS0=${PS0//'${__uexec_c-}'/}; PS0=${PS0//"$__uexec_literal_c"/}
 }
 

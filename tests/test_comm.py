@@ -174,7 +174,7 @@ def test_protocol_doc_python_and_typescript_name_the_same_messages():
     from unified_exec_kernel.protocol.endpoint import MESSAGE_TYPES
 
     assert front_side == set(MESSAGE_TYPES)
-    assert kernel_side == {"hello", "output", "result", "sessions", "ok", "attached", "data", "exited", "sessions_changed", "error"}
+    assert kernel_side == {"hello", "output", "result", "sessions", "ok", "attached", "data", "exited", "sessions_changed", "watching", "fired", "error"}
     protocol_ts = Path(__file__).parent.parent / "labextension" / "src" / "protocol.ts"
     if protocol_ts.exists():
         ts = protocol_ts.read_text()
@@ -216,3 +216,34 @@ def cycle(kernel, comm_id, rid) -> None:
     ask(kernel, comm_id, {"type": "attach", "request_id": f"{rid}-a", "session_id": sid})
     kernel.comm_send(comm_id, {"type": "kill", "request_id": f"{rid}-k", "session_id": sid})
     kernel.comm_messages(comm_id, lambda d: d.get("type") == "exited" and d.get("session_id") == sid)
+
+
+def test_watches_fire_once_time_out_are_cancelled_and_end_with_their_session(kernel, comm):
+    sid = ask(kernel, comm, {"type": "exec", "request_id": "w0", "session_id": None, "input_chunks": ["bash", "--norc", "-i"], "name": "watched"})[-1]["session_id"]
+    assert ask(kernel, comm, {"type": "watch", "request_id": "w1", "session_id": "watched", "until": "ready-now"}, until_type=("watching",))[-1]["session_id"] == sid
+    kernel.comm_send(comm, {"type": "input", "session_id": sid, "data": "sleep 0.2; echo ready-now\r"})
+    fired = kernel.comm_messages(comm, lambda d: d.get("type") == "fired" and d["request_id"] == "w1")[-1]
+    assert fired["reason"] == "match" and "ready-now" in fired["output"]
+    timed = ask(kernel, comm, {"type": "watch", "request_id": "w2", "session_id": sid, "timeout_ms": 100}, until_type=("fired",))[-1]
+    assert timed["reason"] == "timeout"
+    ask(kernel, comm, {"type": "watch", "request_id": "w3", "session_id": sid, "until": "never"}, until_type=("watching",))
+    assert ask(kernel, comm, {"type": "unwatch", "request_id": "u3", "watch_id": "w3"})[-1] == {"type": "ok", "request_id": "u3", "watch_id": "w3"}
+    ask(kernel, comm, {"type": "watch", "request_id": "w4", "session_id": sid, "command": True}, until_type=("watching",))
+    kernel.comm_send(comm, {"type": "input", "session_id": sid, "data": "false\r"})
+    command = kernel.comm_messages(comm, lambda d: d.get("type") == "fired" and d["request_id"] == "w4")[-1]
+    assert (command["reason"], command["command_exit_code"]) == ("command", 1)
+    ask(kernel, comm, {"type": "watch", "request_id": "w5", "session_id": sid, "until": "never"}, until_type=("watching",))
+    kernel.comm_send(comm, {"type": "kill", "request_id": "k5", "session_id": "watched"})
+    ended = kernel.comm_messages(comm, lambda d: d.get("type") == "fired" and d["request_id"] == "w5")[-1]
+    assert ended["reason"] == "exit" and ended["session_id"] is None
+    # The cancelled watch never fired: everything up to a later answer shows no `fired` for it.
+    later = ask(kernel, comm, {"type": "list", "request_id": "after-watches"})
+    assert not [d for d in later if d.get("type") == "fired" and d.get("request_id") == "w3"]
+
+
+def test_typed_commands_report_their_exit_code_and_how_the_wait_ended(kernel, comm):
+    sid = ask(kernel, comm, {"type": "exec", "request_id": "t0", "session_id": None, "input_chunks": ["bash", "--norc", "-i"]})[-1]["session_id"]
+    result = ask(kernel, comm, {"type": "exec", "request_id": "t1", "session_id": sid, "input_chunks": ["(exit 7)\n"], "format": "agent"})[-1]
+    assert (result["ended_by"], result["command_exit_code"]) == ("command", 7)
+    assert f"Process running with session ID {sid}\nCommand exited with code 7\n" in result["output"]
+    ask(kernel, comm, {"type": "kill", "request_id": "t2", "session_id": sid})

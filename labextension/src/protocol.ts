@@ -1,10 +1,10 @@
 /**
- * The `unified_exec` protocol, version 1: a TypeScript mirror of
+ * The `unified_exec` protocol, version 2: a TypeScript mirror of
  * docs/protocol.md. Change both together; a Python test compares the type
  * lists below with the document and the kernel side.
  */
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** The kernel comm target the Sessions panel opens. */
 export const COMM_TARGET = 'unified_exec';
@@ -16,6 +16,12 @@ export const COMM_TARGET = 'unified_exec';
 export type RequestId = string | number;
 
 export type SessionId = number;
+
+/** Where a request names a session, its name will do as well as its id. */
+export type SessionKey = SessionId | string;
+
+/** What ended a wait. */
+export type EndedBy = 'exit' | 'command' | 'match' | 'quiet' | 'timeout' | 'interrupt';
 
 /** Events the kernel sends on its own carry `null` or no `request_id`. */
 type EventRequestId = { request_id?: null };
@@ -41,6 +47,10 @@ export interface HelloMessage extends EventRequestId {
 export interface OutputMessage {
   type: 'output';
   request_id: RequestId | null;
+  /** Offsets as on `data` events; `skipped` bytes before `offset` were left out. */
+  offset: number;
+  end: number;
+  skipped: number;
   data: string;
 }
 
@@ -51,7 +61,29 @@ export interface ResultMessage {
   session_id: SessionId | null;
   output: string;
   exit_code: number | null;
+  /** A typed command's status (shell integration); `null` if none finished. */
+  command_exit_code: number | null;
+  ended_by: EndedBy;
   /** Seconds. */
+  wall_time: number;
+}
+
+export interface WatchingMessage {
+  type: 'watching';
+  request_id: RequestId;
+  session_id: SessionId;
+}
+
+/** The one answer a watch gets, unless it is unwatched first. */
+export interface FiredMessage {
+  type: 'fired';
+  request_id: RequestId;
+  session_id: SessionId | null;
+  reason: EndedBy;
+  /** What the session printed since the watch began, truncated as results are. */
+  output: string;
+  exit_code: number | null;
+  command_exit_code: number | null;
   wall_time: number;
 }
 
@@ -64,6 +96,7 @@ export interface SessionInfo {
   exit_code: number | null;
   /** Unix time in seconds. */
   started: number;
+  name: string | null;
 }
 
 export interface SessionsMessage {
@@ -122,7 +155,8 @@ export const ERROR_NAMES = [
   'WriteToStdin',
   'MissingCommandLine',
   'CreateSession',
-  'BadRequest'
+  'BadRequest',
+  'Internal'
 ] as const;
 
 export type ErrorName = (typeof ERROR_NAMES)[number];
@@ -148,6 +182,8 @@ export type KernelMessage =
   | DataMessage
   | ExitedMessage
   | SessionsChangedMessage
+  | WatchingMessage
+  | FiredMessage
   | ErrorMessage;
 
 export const KERNEL_MESSAGE_TYPES = [
@@ -160,6 +196,8 @@ export const KERNEL_MESSAGE_TYPES = [
   'data',
   'exited',
   'sessions_changed',
+  'watching',
+  'fired',
   'error'
 ] as const;
 
@@ -173,10 +211,38 @@ interface Request {
 export interface ExecRequest extends Request {
   type: 'exec';
   /** `null` starts a new session with `input_chunks` as its argv. */
-  session_id: SessionId | null;
+  session_id: SessionKey | null;
   input_chunks: string[];
   timeout_ms?: number;
   format?: 'text' | 'agent';
+  /** End the wait when the output matches (Python `re`, MULTILINE). */
+  until?: string;
+  /** End the wait once output came and then nothing for this long. */
+  quiet_ms?: number;
+  /** A new session's name, working directory, environment, shell integration. */
+  name?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  integration?: boolean;
+}
+
+export interface WatchRequest {
+  type: 'watch';
+  /** Required: `fired` and `unwatch` name the watch by it. */
+  request_id: RequestId;
+  session_id: SessionKey;
+  until?: string;
+  quiet_ms?: number;
+  /** End when a command typed into an integrated shell is done. */
+  command?: boolean;
+  timeout_ms?: number;
+  format?: 'text' | 'agent';
+}
+
+export interface UnwatchRequest extends Request {
+  type: 'unwatch';
+  /** The `request_id` of the watch to cancel. */
+  watch_id: RequestId;
 }
 
 export interface ListRequest extends Request {
@@ -185,7 +251,7 @@ export interface ListRequest extends Request {
 
 export interface KillRequest extends Request {
   type: 'kill';
-  session_id: SessionId;
+  session_id: SessionKey;
   /** A name like `"SIGINT"` or a number; omitted: close the whole session. */
   signal?: string | number;
 }
@@ -228,7 +294,9 @@ export type FrontEndMessage =
   | AttachRequest
   | DetachRequest
   | InputRequest
-  | ResizeRequest;
+  | ResizeRequest
+  | WatchRequest
+  | UnwatchRequest;
 
 export const FRONTEND_MESSAGE_TYPES = [
   'exec',
@@ -237,7 +305,9 @@ export const FRONTEND_MESSAGE_TYPES = [
   'attach',
   'detach',
   'input',
-  'resize'
+  'resize',
+  'watch',
+  'unwatch'
 ] as const;
 
 /**

@@ -547,6 +547,7 @@ def test_a_prompt_that_ends_in_a_dollar_sign_stays_as_it_is(start):
     sh.started()
     run = sh.run("echo ok")
     assert run.status == 0
+    sh.editing()  # the prompt is drawn
     prompt = sh.text[sh.text.rfind("ok\r\n") + len("ok\r\n") :]
     assert prompt.endswith("$") and str(sh.pty.pid) not in prompt
 

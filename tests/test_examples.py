@@ -18,6 +18,8 @@ async def test_agent_harness_plans_from_what_it_reads():
     text = "\n".join(transcript)
     assert "the file has 2 lines" in text
     assert "job-42" in text
+    assert "Command exited with code 0" in transcript[3]  # each typed command answers with its status
+    assert "job-42" in transcript[-2] and "step-1" in transcript[-2]  # the watch saw the whole job
     assert transcript[0].splitlines()[1].startswith("Process running with session ID ")
     assert transcript[-1].splitlines()[1] == "Process exited with code 0"
 

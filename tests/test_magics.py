@@ -191,3 +191,54 @@ def test_a_live_view_that_could_not_be_built_leaves_no_trace(kernel):
     assert execution.reply["evalue"] == "Unknown session id 999"
     later = kernel.execute("import gc\ngc.collect()\nprint('clean')")
     assert later.text == "clean\n"
+
+
+def test_a_named_integrated_shell_answers_each_command_with_its_status(kernel):
+    started = kernel.execute("%%uexec --name sh1\nbash --norc -i\n")
+    assert started.reply["status"] == "ok" and started.seconds < 10
+    done = kernel.execute("%uexec -s sh1 sleep 0.5; echo typed-$((1+1))")
+    assert "typed-2" in done.text and "command exited with code 0" in done.text
+    assert done.seconds < 10  # waited for the command, not for the 60 s maximum
+    failed = kernel.run("%uexec -s sh1 (exit 4)")
+    assert "command exited with code 4" in failed
+    assert re.search(r"\n\d+ +sh1 +bash --norc -i", kernel.run("%uexec_sessions"))
+    taken = kernel.execute("%%uexec --name sh1\nbash --norc -i\n")
+    assert "held by running session" in taken.reply["evalue"]
+    assert "closed session" in kernel.run("%uexec_kill sh1")
+    assert "reused" in kernel.run("%%uexec --name sh1\nbash -c 'echo reused'\n")
+
+
+def test_check_fails_the_cell_after_its_output(kernel):
+    execution = kernel.execute("%%uexec --check --shell\necho shown-first; exit 3\n")
+    assert execution.reply["status"] == "error"
+    assert execution.reply["evalue"] == "the program exited with code 3"
+    assert "shown-first" in execution.text and execution.error is None  # one line, no traceback
+    kernel.run("%%uexec --name checked\nbash --norc -i\n")
+    typed = kernel.execute("%%uexec -s checked --check\nfalse\n")
+    assert typed.reply["evalue"] == "the command exited with code 1"
+    assert kernel.execute("%%uexec -s checked --check\ntrue\n").reply["status"] == "ok"
+    kernel.run("%uexec_kill checked")
+
+
+def test_until_quiet_cwd_env_and_no_integration(kernel, tmp_path):
+    repl = kernel.execute("%%uexec --name py --until '>>> $' -t 20000\npython3 -i -q\n")
+    assert repl.seconds < 15 and "--until matched" in repl.text
+    kernel.run("%uexec_kill py")
+    text = kernel.run(f"%%uexec --cwd {tmp_path} --env GREETING=hi --env OTHER=x=y\nbash -c 'pwd; echo $GREETING $OTHER'\n")
+    assert str(tmp_path) in text and "hi x=y" in text
+    missing = kernel.execute(f"%%uexec --cwd {tmp_path}/missing\ntrue\n")
+    assert "no such directory" in missing.reply["evalue"]
+    plain = kernel.run("%%uexec --name plain --no-integration -t 500\nbash --norc -i\n")
+    assert "session" in plain
+    waited = kernel.execute("%uexec -s plain -t 700 echo waits-its-timeout")
+    assert "waits-its-timeout" in waited.text and waited.seconds >= 0.6
+    kernel.run("%uexec_kill plain")
+
+
+def test_a_cell_shows_only_what_its_own_input_produced(kernel):
+    kernel.run("%%uexec --name bg\nbash --norc -i\n")
+    kernel.run("%uexec -s bg (sleep 0.2; echo from-the-background) & disown")
+    time.sleep(1)
+    own = kernel.run("%uexec -s bg echo my-own")
+    assert "my-own" in own and "from-the-background" not in own and "earlier bytes not shown" in own
+    kernel.run("%uexec_kill bg")

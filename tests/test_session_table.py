@@ -10,10 +10,10 @@ def test_command_label_is_one_short_line():
 
 
 def test_table_in_text_and_html_escapes_and_aligns():
-    table = SessionTable([SessionInfo(0, ["bash", "-c", "echo <b>"], pid=42, alive=False, exit_code=3)])
+    table = SessionTable([SessionInfo(0, ["bash", "-c", "echo <b>"], pid=42, alive=False, exit_code=3, name="web")])
     text = repr(table).splitlines()
-    assert text[0].split() == ["id", "command", "pid", "state", "exit", "code", "age"]
-    assert text[1].startswith("0   bash -c 'echo <b>'  42   exited  3")
+    assert text[0].split() == ["id", "name", "command", "pid", "state", "exit", "code", "age"]
+    assert text[1].startswith("0   web   bash -c 'echo <b>'  42   exited  3")
     assert "&lt;b&gt;" in table._repr_html_()
     assert repr(SessionTable([])) == "no uexec sessions"
 

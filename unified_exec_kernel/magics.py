@@ -22,7 +22,7 @@ import signal
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from .cell_run import CellRequest, run_in_cell
@@ -237,10 +237,12 @@ def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, s
 
 
 def _parse(magic, line: str):
+    """The options as a shell would split them (IPython's own splitter keeps the quotes)."""
     try:
-        return parse_argstring(magic, line)
-    except ValueError as error:  # an unbalanced quote: IPython's splitter raises it as is
+        words = shlex.split(line)
+    except ValueError as error:  # an unbalanced quote
         raise UsageError(f"cannot read the options: {error}") from None
+    return magic.parser.parse_args(words)  # its errors are UsageErrors
 
 
 def _option(parser: argparse.ArgumentParser, token: str) -> argparse.Action | None:

@@ -11,13 +11,14 @@ from .core.models import SessionInfo
 
 
 class SessionTable:
-    headers = ("id", "command", "pid", "state", "exit code", "age")
+    headers = ("id", "name", "command", "pid", "state", "exit code", "age")
 
     def __init__(self, sessions: Iterable[SessionInfo]):
         now = time.time()
         self.rows = [
             (
                 str(info.session_id),
+                info.name or "",
                 command_label(info.command),
                 str(info.pid),
                 "running" if info.alive else "exited",

@@ -18,6 +18,7 @@ from traitlets import Bool, Int, Unicode
 from .core.feed import LiveFeed
 from .core.manager import UnifiedExecSessionManager
 from .core.protocol import BadRequest, input_text, terminal_size
+from .frontend import NOT_BUILT, frontend_installed
 from .render import render_terminal_text
 
 MODULE_NAME = "unified-exec-kernel"
@@ -85,9 +86,12 @@ class TerminalWidget(DOMWidget):
 
     def _repr_mimebundle_(self, **kwargs):
         """Without the front end (an exported notebook), a readable snapshot of the terminal."""
-        bundle = super()._repr_mimebundle_(**kwargs)
         _, text = self._session.scrollback_snapshot()
         state = "running" if self.alive else f"exited with code {self.exit_code}"
         snapshot = render_terminal_text(text).rstrip("\n")
-        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]".lstrip("\n")
+        plain = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]".lstrip("\n")
+        if not frontend_installed():  # installed without Node: the text, not a view that cannot load
+            return {"text/plain": f"{plain}\n{NOT_BUILT}"}
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = plain
         return bundle

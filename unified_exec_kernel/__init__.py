@@ -12,7 +12,7 @@ __all__ = [*_core_names, "__version__", "load_ipython_extension", "unload_ipytho
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "unified_exec_kernel.server_extension"}]
+    return [{"module": "unified_exec_kernel.server_extension"}, {"module": "unified_exec_kernel.server_stop"}]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised through real kernels

@@ -221,7 +221,17 @@ def hub(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
-        kill_processes(_marked(str(folder)))
+        deadline = time.monotonic() + 10
+        while (left := _marked(str(folder))) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        described = []
+        for leftover in left:
+            try:
+                described.append(f"{leftover.pid} {' '.join(leftover.cmdline())}")
+            except psutil.Error:
+                pass  # ended meanwhile
+        kill_processes(left)
+        assert described == [], "still running 10 s after the hub stopped (killed now)"
 
 
 @dataclass
@@ -281,11 +291,15 @@ def users(hub) -> dict[str, User]:
     return found
 
 
-async def _uexec_sessions(user: User) -> list[dict]:
-    """The sessions of the user's kernel, from the comm's `list`."""
+async def _uexec_sessions(user: User, start: list[str] | None = None) -> list[dict]:
+    """The sessions of the user's kernel, from the comm's `list`; after starting `start` there, if given."""
     channels = await user.channels()
     try:
         comm = await channels.open_unified_exec()
+        if start:
+            started = await channels.ask(comm, {"type": "exec", "request_id": "start", "session_id": None,
+                                                "input_chunks": start, "timeout_ms": 0})
+            assert started["type"] == "result" and started["session_id"] is not None, started
         return (await channels.ask(comm, {"type": "list", "request_id": "list"}))["sessions"]
     finally:
         channels.close()
@@ -368,8 +382,8 @@ async def test_a_users_token_reaches_neither_the_other_users_server_nor_kernels(
     assert alice.server_ready()
 
     # and the kernels do not share sessions: bob's list holds none of alice's processes
-    alice_pids = {s["pid"] for s in await _uexec_sessions(alice)}
-    bob_pids = {s["pid"] for s in await _uexec_sessions(bob)}
+    alice_pids = {s["pid"] for s in await _uexec_sessions(alice, ["sleep", "600"])}
+    bob_pids = {s["pid"] for s in await _uexec_sessions(bob, ["sleep", "601"])}
     assert alice_pids and bob_pids and not alice_pids & bob_pids, (alice_pids, bob_pids)
 
 
@@ -388,7 +402,7 @@ async def test_stopping_a_users_server_ends_every_process_of_their_sessions_and_
     finally:
         channels.close()
     leaders = [s["pid"] for s in await _uexec_sessions(alice) if s["alive"]]
-    bob_leaders = [s["pid"] for s in await _uexec_sessions(bob) if s["alive"]]
+    bob_leaders = [s["pid"] for s in await _uexec_sessions(bob, ["sleep", "602"]) if s["alive"]]
     assert len(leaders) >= 2 and bob_leaders, (leaders, bob_leaders)
     deadline = time.monotonic() + 10
     while sum(len(session_processes(pid)) for pid in leaders) < 5:  # the trap's shell + 2 sleeps, bash + its job
@@ -408,7 +422,7 @@ async def test_stopping_a_users_server_ends_every_process_of_their_sessions_and_
     deadline = time.monotonic() + 30
     while True:
         left = {pid: session_processes(pid) for pid in leaders}
-        owned = [f"{p.pid} {' '.join(p.cmdline())}" for p in _owned_by("alice") if p.is_running()]
+        owned = [p.pid for p in _owned_by("alice")]
         if not any(left.values()) and not owned:
             break
         assert time.monotonic() < deadline, f"30 s after alice's server stopped: sessions {left}, her processes {owned}"

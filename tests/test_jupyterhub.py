@@ -150,8 +150,9 @@ def _owned_by(user: str) -> list[psutil.Process]:
 
 
 class Hub:
-    def __init__(self, folder: Path, port: int, process: subprocess.Popen, log: Path):
+    def __init__(self, folder: Path, port: int, process: subprocess.Popen, log: Path, password: str):
         self.folder, self.port, self.process, self.log = folder, port, process, log
+        self.password = password  # the authenticator's shared password
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
@@ -197,8 +198,7 @@ def hub(tmp_path_factory):
     with log.open("wb") as out:
         process = subprocess.Popen([str(jupyterhub), "-f", str(config)], cwd=folder, env=env,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    server = Hub(folder, port, process, log)
-    server.password = password
+    server = Hub(folder, port, process, log, password)
     try:
         deadline = time.monotonic() + HUB_START_S
         while True:

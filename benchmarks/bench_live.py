@@ -28,6 +28,16 @@ responsiveness.
   the package's server extension (unified_exec_kernel/server_extension.py,
   TCP_NODELAY on kernel websockets), to show what Nagle plus the browser's
   delayed ACK cost the echo, which follows a `status` frame.
+- keys_terminal: the baseline for keys_browser, JupyterLab's own terminal
+  (terminado) in the same lab and Chromium: a terminal opened in a page of
+  its own (JupyterLab's `terminal:open` command), `exec cat` in it, the
+  same keys at the same pace. JupyterLab's
+  terminal paints on a canvas, so the echo is timed from the keydown's
+  timeStamp to xterm's onRender event of the frame that paints it (the
+  terminal found through `window.jupyterapp`, which the lab is started to
+  expose), split like keys_browser's by the terminal websocket's `stdin` and
+  `stdout` frames. Prints the ratio live view p50 / terminado p50 (goal: <= 1.0)
+  when keys_browser ran in the same run.
 - flood_view: `%%uexec --live -t 100` + `yes` in the same page for 10 s:
   kernel-channel websocket frames (Playwright `framereceived`), comm messages
   and bytes per second beside the Jupyter server's iopub limits (1000 msgs/s;
@@ -492,7 +502,8 @@ class Lab:
                 os.path.join(os.path.dirname(sys.executable), "jupyter-lab"), "--no-browser", "--allow-root",
                 "--ip=127.0.0.1", f"--port={self.port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
                 "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
-                "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *extra,
+                "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.expose_app_in_browser=True", *extra,
             ],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
         )
@@ -702,6 +713,161 @@ def keys_browser() -> dict:
     }
 
 
+# -- keys_terminal: JupyterLab's own terminal (terminado), the baseline for keys_browser ---------
+
+# Wraps WebSocket in the terminal's page: the time each `stdin` frame leaves and each `stdout` frame arrives.
+TERMINADO_WS_INIT_SCRIPT = r"""
+(() => {
+  const Original = window.WebSocket;
+  const log = window.__termWsLog = { on: false, sent: [], recv: [] };
+  class BenchWebSocket extends Original {
+    constructor(...args) {
+      super(...args);
+      if (!String(args[0]).includes('/terminals/websocket/')) return;
+      this.addEventListener('message', ev => {
+        if (!log.on || typeof ev.data !== 'string') return;
+        const t = performance.now();
+        try { const [kind, text] = JSON.parse(ev.data); if (kind === 'stdout') log.recv.push({ t, d: text }); } catch (e) {}
+      });
+      const send = this.send.bind(this);
+      this.send = data => {
+        if (log.on && typeof data === 'string') {
+          try { const [kind, text] = JSON.parse(data); if (kind === 'stdin') log.sent.push({ t: performance.now(), d: text }); } catch (e) {}
+        }
+        return send(data);
+      };
+    }
+  }
+  window.WebSocket = BenchWebSocket;
+})();
+"""
+
+# JupyterLab's terminal draws on a canvas (WebGL, else 2D), so its text is not in the DOM: the probe reads xterm's
+# buffer in xterm's own onRender event, which fires in the frame that paints the rows (where the live view's
+# MutationObserver fires for its DOM rows). The terminal is found through window.jupyterapp (expose_app_in_browser).
+TERMINAL_KEY_PROBE_JS = r"""
+(name) => {
+  const widget = [...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term);
+  if (!widget) throw new Error('no terminal in the main area');
+  const term = widget.content._term;
+  const line = () => { const b = term.buffer.active; const l = b.getLine(b.baseY + b.cursorY); return l ? l.translateToString(true) : ''; };
+  window.__termLine = line;
+  window.__keys = window.__keys || {};
+  const probe = window.__keys[name] = { expect: null, done: 0, keys: [] };
+  document.addEventListener('keydown', e => {
+    const x = probe.expect;
+    if (x && x.down === undefined && e.key === x.ch) { x.down = e.timeStamp; x.handler = performance.now(); }
+  }, true);
+  term.onRender(() => {
+    const x = probe.expect;
+    if (x && x.down !== undefined && x.seen === undefined && line().includes(x.prefix)) {
+      x.seen = performance.now();
+      probe.done++;
+    }
+  });
+  return term.rows + 'x' + term.cols;
+}
+"""
+
+
+def _press_timed(page, name: str, key: str, prefix: str, timeout_ms: float = 5000) -> dict:
+    """Press one key on `page`; the probe's record once the prefix shows (as Lab.timed_key, on any page)."""
+    page.evaluate(
+        "([n, ch, prefix]) => { const p = window.__keys[n]; p.expect = { ch, prefix }; p.keys.push(p.expect); }",
+        [name, key, prefix],
+    )
+    done = page.evaluate("n => window.__keys[n].done", name)
+    page.keyboard.press(key)
+    page.wait_for_function("([n, d]) => window.__keys[n].done > d", arg=[name, done], timeout=timeout_ms, polling=5)
+    return page.evaluate("n => window.__keys[n].expect", name)
+
+
+def _split(records: list[dict], log: dict) -> dict:
+    """keydown -> frame sent -> echo frame received -> painted, for the keys whose frames were found."""
+    to_send, round_trip, to_screen = [], [], []
+    for record in records:
+        sent = next((s for s in log["sent"] if s["t"] >= record["down"] - 1 and s["d"] == record["ch"]), None)
+        recv = next((r for r in log["recv"] if sent and r["t"] >= sent["t"] and record["ch"] in (r["d"] or "")), None)
+        if sent and recv and recv["t"] <= record["seen"]:
+            to_send.append((sent["t"] - record["down"]) / 1000)
+            round_trip.append((recv["t"] - sent["t"]) / 1000)
+            to_screen.append((record["seen"] - recv["t"]) / 1000)
+    if not to_send:
+        return {"to_send": None, "round_trip": None, "to_dom": None}
+    return {"to_send": _summary(to_send), "round_trip": _summary(round_trip), "to_dom": _summary(to_screen)}
+
+
+def keys_terminal() -> dict:
+    """keys_browser's measurement in JupyterLab's own terminal: same lab, same browser, `cat`, same keys and pace."""
+    lab = _get_lab()
+    name = lab._api("POST", "/api/terminals")["name"]
+    page = lab.browser.new_page(viewport={"width": 1400, "height": 1200})
+    try:
+        page.add_init_script(TERMINADO_WS_INIT_SCRIPT)
+        # a workspace of its own, so this page does not open the benchmark notebook as well; then JupyterLab's
+        # own command opens the terminal, as its launcher would
+        page.goto(f"{lab.base}/lab/workspaces/bench-terminal?reset", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('terminal:open')",
+                               timeout=60_000)
+        page.evaluate("name => window.jupyterapp.commands.execute('terminal:open', { name })", name)
+        page.wait_for_function(
+            "() => [...window.jupyterapp.shell.widgets('main')]"
+            ".some(w => w.content && w.content._term && w.content._isReady)",
+            timeout=60_000,
+        )
+        size = page.evaluate(TERMINAL_KEY_PROBE_JS, "tty")
+        page.locator(".jp-Terminal .xterm").first.click()
+        page.wait_for_function(
+            "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
+            timeout=5000,
+        )
+        # `cat`, as in keys_browser: the echo is the tty line discipline's, not the shell's line editor
+        cats = _count_named(lab.proc.pid, "cat")
+        page.keyboard.type("exec cat")
+        page.keyboard.press("Enter")
+        deadline = time.monotonic() + 20
+        while _count_named(lab.proc.pid, "cat") <= cats:
+            if time.monotonic() > deadline:
+                raise RuntimeError("`cat` did not start in JupyterLab's terminal")
+            page.wait_for_timeout(50)
+        page.wait_for_function("() => window.__termLine().trim() === ''", timeout=5000, polling=5)
+
+        page.evaluate("() => { window.__termWsLog.on = true; }")
+        rng = random.Random(5)  # keys_browser's keys
+        records, prefix = [], ""
+        for index in range(BROWSER_KEYS):
+            key = rng.choice(string.ascii_lowercase)
+            prefix += key
+            started = time.perf_counter()
+            records.append(_press_timed(page, "tty", key, prefix))
+            if (index + 1) % LINE_KEYS == 0:
+                page.keyboard.press("Control+u")
+                page.wait_for_function("p => !window.__termLine().includes(p)", arg=prefix, timeout=5000, polling=5)
+                prefix = ""
+            time.sleep(max(0.0, started + BROWSER_KEY_GAP_S - time.perf_counter()))
+        log = page.evaluate(
+            "() => { const l = window.__termWsLog; l.on = false; return { sent: l.sent, recv: l.recv }; }"
+        )
+        renderer = page.evaluate(
+            "() => { const c = document.querySelector('.jp-Terminal .xterm-screen canvas');"
+            " if (!c) return 'dom'; try { return c.getContext('webgl2') || c.getContext('webgl') ? 'webgl' : '2d'; }"
+            " catch (e) { return 'canvas'; } }"
+        )
+    finally:
+        page.close()
+        try:
+            lab._api("DELETE", f"/api/terminals/{name}")
+        except OSError as error:
+            print(f"warning: deleting terminal {name} failed: {error!r}", file=sys.stderr)
+    return {
+        "total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]),
+        "handler_delay": _summary([(r["handler"] - r["down"]) / 1000 for r in records]),
+        "size": size,
+        "renderer": renderer,
+        **_split(records, log),
+    }
+
+
 def _frame_window(lab: Lab, seconds: float, keys: int, rng: random.Random, prefix: str) -> dict:
     """Run the frame probe for `seconds` while typing `keys` keys, evenly spread, into the cell editor."""
     page = lab.page
@@ -785,7 +951,8 @@ def flood_view() -> dict:
     }
 
 
-CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "flood_view": flood_view}
+CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_terminal": keys_terminal,
+         "flood_view": flood_view}
 
 
 # -- report ----------------------------------------------------------------------
@@ -819,6 +986,33 @@ def report_keys_browser(f: dict) -> None:
         f"keydown timeStamp -> echo in xterm's DOM rows), {total['n']} keys every >= "
         f"{BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}: goal <= 30 ms p50 {_goal(total['p50'], 30)}{parts}; "
         f"keydown queueing p50 {f['handler_delay']['p50']:.1f} ms"
+    )
+
+
+def report_keys_terminal(f: dict) -> None:
+    total = f["total"]
+    parts = ""
+    if f["round_trip"]:
+        parts = (
+            f"; split, p50: keydown -> stdin frame sent {f['to_send']['p50']:.1f} ms, sent -> stdout frame received "
+            f"{f['round_trip']['p50']:.1f} ms (p99 {f['round_trip']['p99']:.1f}), received -> painted "
+            f"{f['to_dom']['p50']:.1f} ms (p99 {f['to_dom']['p99']:.1f}) [n={f['round_trip']['n']}]"
+        )
+    print(
+        f"keys in JupyterLab's own terminal (terminado; same lab and Chromium, `cat`, keydown timeStamp -> the frame "
+        f"xterm paints the echo in, {f['renderer']} renderer, {f['size']}), {total['n']} keys every >= "
+        f"{BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}{parts}; keydown queueing p50 {f['handler_delay']['p50']:.1f} ms"
+    )
+    live = _figures.get("keys_browser")
+    if live is None:
+        print("live view / terminado: run keys_browser in the same run for the ratio")
+        return
+    ratio = live["total"]["p50"] / total["p50"]
+    verdict = "met" if ratio <= 1.0 else "MISSED"
+    print(
+        f"live view / terminado, keystroke to echo on screen, same run: p50 {live['total']['p50']:.1f} / "
+        f"{total['p50']:.1f} ms = {ratio:.2f} (goal <= 1.0: {verdict}); p99 {live['total']['p99']:.1f} / "
+        f"{total['p99']:.1f} ms = {live['total']['p99'] / total['p99']:.2f}"
     )
 
 
@@ -857,7 +1051,9 @@ def report_flood_view(f: dict) -> None:
     )
 
 
-REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "flood_view": report_flood_view}
+REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser,
+           "keys_terminal": report_keys_terminal, "flood_view": report_flood_view}
+_figures: dict[str, dict] = {}  # each case's figures in this run, for comparisons across cases
 
 
 _seen: dict[int, psutil.Process] = {}
@@ -909,6 +1105,7 @@ def main(argv: list[str]) -> None:
             finally:
                 _note_processes()
             took[name] = time.perf_counter() - started
+            _figures[name] = figures
             REPORTS[name](figures)
     finally:
         if _lab is not None:

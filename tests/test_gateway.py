@@ -9,7 +9,6 @@ a notebook server in gateway mode (`--gateway-url`) would drive it.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import importlib.util
 import json
 import os
@@ -20,16 +19,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
 import psutil
 import pytest
-from tornado.httpclient import HTTPRequest
-from tornado.websocket import websocket_connect
-
 from .conftest import free_port, session_processes
-from .kernel_harness import Execution
+from .kernel_ws import Channels
 
 STATUS_LINE = re.compile(r"\[session (\d+) running · [0-9.]+ s\]")
 
@@ -127,101 +122,6 @@ def kernel_id(gateway):
             pass  # the gateway is gone; stopping it ends its kernels anyway
 
 
-# -- the websocket, as a front end speaks it -----------------------------------------
-
-
-class Channels:
-    """One websocket on `/api/kernels/<id>/channels`; messages read while looking for others are kept."""
-
-    def __init__(self, ws):
-        self.ws = ws
-        self.session = uuid.uuid4().hex
-        self.backlog: list[dict] = []
-
-    @classmethod
-    async def connect(cls, gateway: Gateway, kernel_id: str) -> Channels:
-        url = f"ws://127.0.0.1:{gateway.port}/api/kernels/{kernel_id}/channels"
-        request = HTTPRequest(url, headers={"Authorization": f"token {gateway.token}"}, connect_timeout=10, request_timeout=30)
-        return cls(await asyncio.wait_for(websocket_connect(request), 30))
-
-    def send(self, channel: str, msg_type: str, content: dict) -> str:
-        msg_id = uuid.uuid4().hex
-        self.ws.write_message(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": msg_type, "session": self.session, "username": "test",
-                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
-        }))
-        return msg_id
-
-    async def next(self, wanted, deadline: float, what: str) -> dict:
-        """The first message (backlog first) `wanted(msg)` accepts; others stay in the backlog."""
-        for index, msg in enumerate(self.backlog):
-            if wanted(msg):
-                return self.backlog.pop(index)
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                if remaining <= 0:
-                    raise asyncio.TimeoutError
-                raw = await asyncio.wait_for(self.ws.read_message(), remaining)
-            except asyncio.TimeoutError:
-                kinds = [(m["channel"], m["header"]["msg_type"], m["content"].get("data", {}).get("type")) for m in self.backlog[-20:]]
-                raise AssertionError(f"timed out waiting for {what}; last unclaimed messages: {kinds}") from None
-            assert raw is not None, f"the websocket closed while waiting for {what}"
-            msg = json.loads(raw)
-            if wanted(msg):
-                return msg
-            self.backlog.append(msg)
-
-    async def execute(self, code: str, timeout: float = 15) -> tuple[dict, str]:
-        """Run a cell; returns the execute_reply content and the text shown (each display at its latest update)."""
-        deadline = time.monotonic() + timeout
-        msg_id = self.send("shell", "execute_request", {"code": code, "silent": False, "store_history": True,
-                                                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-        mine = lambda m: m.get("parent_header", {}).get("msg_id") == msg_id  # noqa: E731
-        messages = []
-        while True:
-            msg = await self.next(lambda m: mine(m) and m["channel"] == "iopub", deadline, f"the output of {code!r}")
-            kind = msg["header"]["msg_type"]
-            if kind == "status" and msg["content"]["execution_state"] == "idle":
-                break
-            messages.append({**msg, "msg_type": kind})  # the shape jupyter_client gives
-        reply = await self.next(lambda m: mine(m) and m["channel"] == "shell", deadline, f"the reply to {code!r}")
-        return reply["content"], Execution(reply["content"], messages).text
-
-    # -- the unified_exec comm -----------------------------------------------------
-
-    def comm_open(self, target: str) -> str:
-        comm_id = uuid.uuid4().hex
-        self.send("shell", "comm_open", {"comm_id": comm_id, "target_name": target, "data": {}})
-        return comm_id
-
-    def comm_send(self, comm_id: str, data: dict) -> None:
-        self.send("shell", "comm_msg", {"comm_id": comm_id, "data": data})
-
-    async def comm_next(self, comm_id: str, wanted, deadline: float, what: str) -> dict:
-        msg = await self.next(
-            lambda m: m["header"]["msg_type"] == "comm_msg" and m["content"].get("comm_id") == comm_id and wanted(m["content"]["data"]),
-            deadline, what)
-        return msg["content"]["data"]
-
-    async def ask(self, comm_id: str, request: dict, timeout: float = 10) -> dict:
-        """Send a request; its answer (result, sessions, ok, attached or error) with the same request_id."""
-        self.comm_send(comm_id, request)
-        answers = ("result", "sessions", "ok", "attached", "error")
-        return await self.comm_next(comm_id, lambda d: d.get("type") in answers and d.get("request_id") == request["request_id"],
-                                    time.monotonic() + timeout, f"the answer to {request}")
-
-    async def open_unified_exec(self, timeout: float = 10) -> str:
-        comm_id = self.comm_open("unified_exec")
-        hello = await self.comm_next(comm_id, lambda d: d.get("type") == "hello", time.monotonic() + timeout, "hello")
-        assert hello["protocol_version"] == 1
-        return comm_id
-
-    def close(self) -> None:
-        self.ws.close()
-
-
 def alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -229,11 +129,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def _channels(gateway: Gateway, kernel_id: str):
+    return Channels.connect(f"ws://127.0.0.1:{gateway.port}/api/kernels/{kernel_id}/channels", gateway.token)
+
+
 # -- the tests -----------------------------------------------------------------------
 
 
 async def test_a_session_lives_across_cells_behind_the_gateway(gateway, kernel_id):
-    channels = await Channels.connect(gateway, kernel_id)
+    channels = await _channels(gateway, kernel_id)
     try:
         reply, text = await channels.execute("%%uexec -t 1500\nbash --norc -i\n")
         assert reply["status"] == "ok", text
@@ -253,7 +157,7 @@ async def test_a_session_lives_across_cells_behind_the_gateway(gateway, kernel_i
 
 
 async def test_the_comm_protocol_drives_a_live_session_through_the_gateway_websocket(gateway, kernel_id):
-    channels = await Channels.connect(gateway, kernel_id)
+    channels = await _channels(gateway, kernel_id)
     try:
         comm = await channels.open_unified_exec()
         result = await channels.ask(comm, {"type": "exec", "request_id": "start", "session_id": None,
@@ -283,7 +187,7 @@ async def test_the_comm_protocol_drives_a_live_session_through_the_gateway_webso
 
 
 async def test_deleting_the_kernel_through_the_gateway_ends_its_sessions(gateway, kernel_id):
-    channels = await Channels.connect(gateway, kernel_id)
+    channels = await _channels(gateway, kernel_id)
     try:
         comm = await channels.open_unified_exec()
         shell = await channels.ask(comm, {"type": "exec", "request_id": 1, "session_id": None,

@@ -444,3 +444,100 @@ def test_binder_install_steps_then_the_tour(sandbox, tour_runner):
     _check_kernelspec(box, venv)
     _check_labextension(box, venv)
     _check_tour(box, venv, tour_runner)
+
+
+# -- a clone installed without Node ---------------------------------------------
+
+NODE_TOOLS = {"node", "nodejs", "npm", "npx", "corepack", "yarn", "yarnpkg", "pnpm", "pnpx"}
+NOT_BUILT_AT_BUILD = "the front end (live terminal view, Sessions panel) was NOT built"
+
+# Run by the Node-less environment's python with the clone's path: its own kernel, through the clone's harness.
+NODELESS_RUNNER = r'''
+import json, re, sys
+sys.path.insert(0, sys.argv[1])
+from tests.kernel_harness import Kernel
+from unified_exec_kernel import frontend
+
+report = {"frontend_installed": frontend.frontend_installed(), "not_built": frontend.NOT_BUILT}
+kernel = Kernel("uexec")
+try:
+    report["start"] = kernel.run("%%uexec -t 1500\nbash --norc -i\n")
+    sid = re.search(r"\[session (\S+) running", report["start"])[1]
+    report["echo"] = kernel.run(f"%uexec -s {sid} echo $((6*7))")
+    comm = kernel.comm_open("unified_exec")
+    report["hello"] = kernel.comm_messages(comm, lambda d: d.get("type") == "hello")[-1]
+    kernel.comm_send(comm, {"type": "list", "request_id": "list"})
+    report["list"] = kernel.comm_messages(comm, lambda d: d.get("request_id") == "list")[-1]
+    live = kernel.execute("%%uexec --live -t 500\nbash --norc\n")
+    report["live_reply"] = live.reply["status"]
+    report["live_bundles"] = [m["content"]["data"] for m in live.messages if m["msg_type"] == "display_data"]
+    report["live_text"] = live.text
+    kernel.run("%uexec_kill --all")
+finally:
+    kernel.shutdown()
+print("REPORT " + json.dumps(report))
+'''
+
+
+def _path_without_node(box: Sandbox, path: str) -> str:
+    """One folder of links to every program on `path` but Node's: PATH as on a machine without Node."""
+    shadow = box.root / "bin-without-node"
+    shadow.mkdir()
+    for folder in path.split(os.pathsep):
+        if not folder or not os.path.isdir(folder):
+            continue
+        for entry in os.scandir(folder):
+            link = shadow / entry.name
+            if entry.name in NODE_TOOLS or link.exists() or link.is_symlink():
+                continue
+            if not entry.is_dir() and os.access(entry.path, os.X_OK):
+                link.symlink_to(entry.path)
+    return str(shadow)
+
+
+@pytest.mark.timeout(900)
+def test_a_clone_installs_and_runs_without_node(sandbox):
+    box = sandbox
+    repo = box.root / "repo"
+    _copy_sources(repo)
+    assert not (repo / "unified_exec_kernel" / "labextension").exists()
+
+    venv = box.make_venv()
+    env = box.environ(venv)
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), _path_without_node(box, box.environ()["PATH"])])
+    assert shutil.which("node", path=env["PATH"]) is None and shutil.which("npm", path=env["PATH"]) is None
+    assert shutil.which("bash", path=env["PATH"]), "the shadow PATH lost the other programs"
+    pip = [venv / "bin" / "python", "-m", "pip", "install", "-v"]  # -v: pip shows a successful build's output only then
+
+    # README's two ways: a plain install, then the editable one with JupyterLab
+    for name, args in (("pip install .", ["."]), ("pip install -e .[lab]", ["-e", ".[lab]"])):
+        out = box.run(name, [*pip, *args], cwd=repo, env=env, timeout=600)
+        said = [line.strip() for line in out.splitlines() if NOT_BUILT_AT_BUILD in line]
+        assert len(said) == 1, f"{name}: expected one line saying the front end was not built, got {said}"
+        assert "node and npm were not found on PATH" in said[0] and "install Node >= 18 and reinstall" in said[0], said[0]
+    assert not (repo / "unified_exec_kernel" / "labextension").exists()
+
+    _check_kernelspec(box, venv)
+    listed = ANSI.sub("", box.run("jupyter labextension list", [venv / "bin" / "jupyter", "labextension", "list"], cwd=box.root, env=env, timeout=120))
+    assert not re.search(rf"^\s+{re.escape(LABEXT)} v\S+ enabled\s+OK\b", listed, re.M), listed
+
+    runner = box.root / "nodeless_runner.py"
+    runner.write_text(NODELESS_RUNNER)
+    out = box.run("a kernel without the front end", [venv / "bin" / "python", runner, repo], cwd=box.root, env=env, timeout=180)
+    report = json.loads(out.rsplit("REPORT ", 1)[1])
+    assert report["frontend_installed"] is False
+    assert re.search(r"\[session \S+ running", report["start"]), report["start"]
+    assert "42" in [line.strip() for line in report["echo"].splitlines()], report["echo"]
+    assert report["hello"]["protocol_version"] == 1, report["hello"]
+    assert report["list"]["type"] == "sessions" and len(report["list"]["sessions"]) == 1, report["list"]
+    # the live view falls back to its text: no widget view that could not load, and the line saying why
+    assert report["live_reply"] == "ok", report["live_text"]
+    assert len(report["live_bundles"]) == 1, report["live_bundles"]
+    bundle = report["live_bundles"][0]
+    assert "application/vnd.jupyter.widget-view+json" not in bundle, bundle
+    assert "[live terminal: session" in bundle["text/plain"] and report["not_built"] in bundle["text/plain"], bundle
+
+    deadline = time.monotonic() + 10
+    while _marked(box.marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _describe(_marked(box.marker)) == []

@@ -46,7 +46,7 @@ __all__ = [
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "unified_exec_kernel.server_extension"}]
+    return [{"module": "unified_exec_kernel.server_extension"}, {"module": "unified_exec_kernel.server_stop"}]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised through real kernels

@@ -18,6 +18,7 @@ from traitlets import Bool, Int, Unicode
 from .core.manager import UnifiedExecSessionManager
 from .core.models import exit_state
 from .current import current_manager
+from .frontend import NOT_BUILT, frontend_installed
 from .protocol import Endpoint
 from .render import render_terminal_text
 
@@ -64,9 +65,12 @@ class TerminalWidget(DOMWidget):
 
     def _repr_mimebundle_(self, **kwargs):
         """Without the front end (an exported notebook), a readable snapshot of the terminal."""
-        bundle = super()._repr_mimebundle_(**kwargs)
         _, scrollback = self._session.scrollback_snapshot()
         snapshot = render_terminal_text(scrollback.decode("utf-8")).rstrip("\n")
         state = exit_state(self.alive, self.exit_code)
-        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]".lstrip("\n")
+        plain = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]".lstrip("\n")
+        if not frontend_installed():  # installed without Node: the text, not a view that cannot load
+            return {"text/plain": f"{plain}\n{NOT_BUILT}"}
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = plain
         return bundle

@@ -25,7 +25,7 @@ import pytest
 
 from ..conftest import free_port, kill_processes
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_NAMES = ("chromium", "chromium-browser")  # Debian's and Ubuntu's names, found on PATH as README says
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -128,14 +128,25 @@ def _stop(process: subprocess.Popen) -> None:
     kill_processes(leftovers, timeout=5)
 
 
+_skipped_for_want_of_chromium: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
-    if not os.access(CHROMIUM, os.X_OK):
-        message = "Chromium not installed: apt-get install -y chromium"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message} (CI must run the browser tests)")
-        pytest.skip(message)
-    return CHROMIUM
+    found = next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
+    if found:
+        return found
+    message = f"no Chromium on PATH (looked for {', '.join(CHROMIUM_NAMES)}): install it, e.g. apt-get install -y chromium"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{message}; CI must run the browser tests, never skip them")
+    _skipped_for_want_of_chromium.append(message)
+    pytest.skip(message)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """A skipped browser suite is easy to miss among passes: say it in red at the end."""
+    if _skipped_for_want_of_chromium:
+        terminalreporter.write_sep("!", f"BROWSER TESTS SKIPPED: {_skipped_for_want_of_chromium[0]}", red=True, bold=True)
 
 
 @contextlib.contextmanager

@@ -377,16 +377,53 @@ def test_user_hooks_prompt_aliases_and_status_survive(start, shell):
         assert "preexec:echo one\r\n" in sh.text[c.index - 30 : c.index]
 
 
+def test_bash_array_prompt_command(start, home):
+    (home / ".bashrc").write_text("""PROMPT_COMMAND=('echo "a1:$?"' 'echo "a2:$?"')\n""")
+    sh = start(["bash"])
+    mark = sh.write("false\n")
+    prompt = sh.wait_event("A", mark)
+    d = sh.ours(mark, "D")[0]
+    assert d.exit_status == 1
+    assert "a1:1\r\na2:1\r\n" in sh.text[d.index : sh.events[prompt].index]
+
+
+def test_bash_prompt_command_reshaped_in_the_session(start):
+    sh = start(["bash"])
+    sh.run('PROMPT_COMMAND="echo pre:\\$?; $PROMPT_COMMAND"')
+    sh.run('PROMPT_COMMAND+=$\'\\necho post:$?\'')
+    mark = sh.write("(exit 6)\n")
+    prompt = sh.wait_event("A", mark)
+    d = sh.ours(mark, "D")[0]
+    assert d.exit_status == 6
+    # the user's own `echo pre:$?` sets $? for what follows, as it would unintegrated
+    assert "pre:6\r\nhook:0\r\npost:0\r\n" in sh.text[d.index : sh.events[prompt].index]
+
+
+@pytest.mark.parametrize(
+    ("shell", "rc"),
+    [("bash", ".bashrc"), ("zsh", ".zshrc")],
+)
+def test_strict_user_options_leave_the_hooks_working(start, home, shell, rc):
+    options = "set -u" if shell == "bash" else "setopt nounset ksh_arrays sh_word_split glob_subst"
+    (home / rc).write_text(options + "\n")
+    sh = start([shell])
+    assert sh.run("false").status == 1
+    assert sh.run("echo ok").output.startswith("ok")
+    assert sh.run("").status is None
+    assert not re.search(r"unbound|not set|bad", sh.text), sh.text
+
+
 @both
 def test_no_trace_in_the_environment_of_commands(start, shell):
     sh = start([shell])
-    result = sh.run("env | grep -e UEXEC_ -e ZDOTDIR || echo clean")
+    result = sh.run("env | grep -e UEXEC_ -e ZDOTDIR -e __uexec || echo clean")
     assert result.output.startswith("clean"), result.output
 
 
 def test_bash_norc_reads_no_rc_file(start):
     sh = start(["bash", "--norc"], env={"PROMPT_COMMAND": 'echo "envhook:$?"'})
     assert sh.run("echo ${BASHRC_READ-unread}").output.startswith("unread")
+    assert sh.run("env | grep -e PROMPT_COMMAND -e UEXEC_ || echo clean").output.startswith("clean")
     result = sh.run("false")
     assert result.status == 1
     assert "envhook:1" in sh.text[sh.text.rfind("envhook:") :]

@@ -8,8 +8,9 @@ removed and reported, and only those carrying this session's nonce
 (`uexec=<nonce>`) count as the shell's own.
 
 The scanner runs on every chunk the session reads (bytes of whole UTF-8
-characters; markers are ASCII, so byte positions are exact) (~80 MB/s when a
-program floods), so text without `ESC ] 133 ;` costs one substring search. A
+characters; markers are ASCII, so byte positions are exact; ~80 MB/s when a
+program floods), so output without `ESC ] 133 ;` costs a search for ESC (and,
+if there is one, for ']' or the whole introducer). A
 marker split across chunks is completed on the next one: only a trailing
 incomplete `ESC ] 133 ...` is held back, never other text, and not beyond
 MAX_SEQUENCE characters nor past a character a marker cannot contain (a control
@@ -23,9 +24,9 @@ import re
 from dataclasses import dataclass
 
 OSC_133 = b"\x1b]133;"
-# A marker's parameters are short (kinds, a status, key=value options); this bounds
-# what a stray `ESC ] 133 ;` can hold back.
-MAX_SEQUENCE = 512
+# Ours are short; fish 4 puts the URL-encoded command line in its C. This bounds what
+# a stray `ESC ] 133 ;` can hold back (only until a control character, usually a newline).
+MAX_SEQUENCE = 4096
 # Everything a marker's parameters can contain: no control character (BEL and ESC
 # end them; any other one means the sequence was not a marker).
 _PARAMETERS = re.compile(rb"[^\x00-\x1f\x7f]*")
@@ -71,7 +72,11 @@ class SemanticPromptScanner:
         if self._held:
             text = self._held + text
             self._held = b""
-        if OSC_133 not in text:
+        # A search for one byte runs at memory speed (~20 GB/s), one for
+        # OSC_133 at ~2 GB/s: most output has no ESC, and colour has no ']'.
+        if b"\x1b" not in text:
+            return text, []
+        if b"]" not in text or OSC_133 not in text:
             # the only thing to watch: a chunk ending inside "ESC ] 1 3 3 ;"
             tail = text.rfind(b"\x1b", max(0, len(text) - len(OSC_133) + 1))
             if tail != -1 and OSC_133.startswith(text[tail:]):

@@ -39,6 +39,7 @@ __uexec_precmd() {
 
 __uexec_postcmd() {
     local __uexec_status=$? __uexec_typeahead=
+    __uexec_wrapped || __uexec_wrap
     __uexec_unmark
     # B ends PS1 and C ends PS0 through a variable of ours: if PS1 is exported, a
     # shell started inside this one inherits the reference, not the marker
@@ -63,8 +64,6 @@ __uexec_unmark() {
     PS0=${PS0-}; PS0=${PS0//'${__uexec_c-}'/}; PS0=${PS0//"$__uexec_literal_c"/}
 }
 
-# Wrap the user's PROMPT_COMMAND (a string, or an array from bash 5.1 on) between our
-# two hooks. Newlines separate them: the user's text may end in ';' or '&'.
 __uexec_install() {
     # \001 and \002 tell readline that B takes no room on the screen
     __uexec_b=$'\001\e]133;B;uexec='$__uexec_nonce$'\a\002'
@@ -73,14 +72,48 @@ __uexec_install() {
     __uexec_literal_c='\e]133;C;uexec='$__uexec_nonce'\a'
     __uexec_hash='\#'
     __uexec_commands=${__uexec_hash@P}
-    if [[ ${PROMPT_COMMAND@a} == *a* ]] && (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then
-        local -a __uexec_user=("${PROMPT_COMMAND[@]}")
+    __uexec_wrap
+}
+
+# bash runs every element of an array PROMPT_COMMAND from 5.1 on, only [0] before.
+__uexec_array_prompt_command() {
+    [[ ${PROMPT_COMMAND+set} && ${PROMPT_COMMAND@a} == *a* ]] && (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) ))
+}
+
+# Our hooks first and last, as __uexec_wrap leaves them.
+__uexec_wrapped() {
+    if __uexec_array_prompt_command; then
+        [[ ${PROMPT_COMMAND[0]-} == __uexec_precmd && ${PROMPT_COMMAND[-1]} == __uexec_postcmd ]]
+    else
+        [[ ${PROMPT_COMMAND-} == __uexec_precmd$'\n'* && $PROMPT_COMMAND == *$'\n'__uexec_postcmd ]]
+    fi
+}
+
+# Put the user's PROMPT_COMMAND between our two hooks: the first takes $? before
+# anything of the user's can change it, the last prints A just before the prompt.
+# Called again when a command reshaped PROMPT_COMMAND (`PROMPT_COMMAND="x; $PROMPT_COMMAND"`):
+# where our hooks were, a no-op that keeps $? stays, so the user's text still parses.
+# Newlines separate the parts: the user's text may end in ';' or '&'.
+__uexec_wrap() {
+    local __uexec_part
+    if __uexec_array_prompt_command; then
+        local -a __uexec_user=()
+        for __uexec_part in "${PROMPT_COMMAND[@]}"; do
+            if [[ $__uexec_part != __uexec_precmd && $__uexec_part != __uexec_postcmd ]]; then
+                __uexec_part=${__uexec_part//__uexec_precmd/__uexec_pass}
+                __uexec_user+=("${__uexec_part//__uexec_postcmd/__uexec_pass}")
+            fi
+        done
         builtin unset PROMPT_COMMAND
         PROMPT_COMMAND=(__uexec_precmd "${__uexec_user[@]}" __uexec_postcmd)
     else
-        local __uexec_user=${PROMPT_COMMAND-}
+        __uexec_part=${PROMPT_COMMAND-}
+        if [[ $__uexec_part == __uexec_precmd$'\n'* ]]; then __uexec_part=${__uexec_part#*$'\n'}; fi
+        if [[ $__uexec_part == *$'\n'__uexec_postcmd ]]; then __uexec_part=${__uexec_part%$'\n'*}; fi
+        __uexec_part=${__uexec_part//__uexec_precmd/__uexec_pass}
+        __uexec_part=${__uexec_part//__uexec_postcmd/__uexec_pass}
         builtin unset PROMPT_COMMAND
-        PROMPT_COMMAND=__uexec_precmd$'\n'${__uexec_user:+$__uexec_user$'\n'}__uexec_postcmd
+        PROMPT_COMMAND=__uexec_precmd$'\n'${__uexec_part:+$__uexec_part$'\n'}__uexec_postcmd
     fi
 }
 
@@ -144,7 +177,9 @@ if [[ ${UEXEC_BASH_STARTUP-} == rcfile ]]; then
     # what bash does with an rc file name: expand a leading ~, open it from the
     # working directory (`.` alone would search PATH), skip it if missing
     if [[ $__uexec_rcfile == '~' || $__uexec_rcfile == '~/'* ]]; then
-        __uexec_rcfile=$HOME${__uexec_rcfile:1}
+        __uexec_home=~
+        __uexec_rcfile=$__uexec_home${__uexec_rcfile:1}
+        builtin unset __uexec_home
     elif [[ $__uexec_rcfile != */* ]]; then
         __uexec_rcfile=./$__uexec_rcfile
     fi

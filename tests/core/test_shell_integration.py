@@ -564,10 +564,13 @@ def test_a_nested_shell_is_not_integrated(start, shell):
     assert sh.events[prompt].index > sh.text.rfind("user2[")
 
 
-def test_an_exported_ps1_carries_no_marker_into_a_nested_bash(start, home):
-    (home / ".bashrc").write_text("PS1='exported$ '\n")  # stays exported: it came from the environment
-    sh = start(["bash"], env={"PS1": "$ "})
-    mark = sh.write("bash --norc\n")
+@both
+def test_an_exported_ps1_carries_no_marker_into_a_nested_shell(start, home, shell):
+    # PS1 came from the environment, so it stays exported when the rc file sets it
+    (home / ".bashrc").write_text("PS1='exported$ '\n")
+    (home / ".zshrc").write_text("PS1='exported$ '\n")
+    sh = start([shell], env={"PS1": "$ "})
+    mark = sh.write("bash --norc\n" if shell == "bash" else "zsh -f\n")
     c = sh.wait_event("C", mark)
     sh.wait_text("exported$ ", sh.events[c].index)
     sh.write("echo inner\n")

@@ -24,8 +24,8 @@
 __uexec_entry_status=$?  # bootstrap mode hands it back to the rest of PROMPT_COMMAND
 
 # Parse the functions below without the user's aliases (bootstrap mode runs after them).
-if shopt -q expand_aliases; then __uexec_aliases=1; else __uexec_aliases=; fi
-shopt -u expand_aliases
+if builtin shopt -q expand_aliases; then __uexec_aliases=1; else __uexec_aliases=; fi
+builtin shopt -u expand_aliases
 
 __uexec_precmd() {
     local __uexec_status=$? __uexec_number=${__uexec_hash@P}
@@ -164,7 +164,7 @@ __uexec_bootstrap() {
     return "$__uexec_status"
 }
 
-if [[ $__uexec_aliases ]]; then shopt -s expand_aliases; fi
+if [[ $__uexec_aliases ]]; then builtin shopt -s expand_aliases; fi
 builtin unset __uexec_aliases
 
 # Top level, not a function: the user's file must run as bash would run it (a

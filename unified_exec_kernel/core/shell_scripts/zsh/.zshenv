@@ -86,7 +86,9 @@ __uexec_precmd() {
 
 __uexec_precmd_last() {
     builtin emulate -L zsh
-    PS1=${PS1//$__uexec_ps1/}$__uexec_ps1
+    PS1=${PS1//$__uexec_ps1/}
+    # an exported PS1 would carry B into a shell started inside this one
+    [[ ${(t)PS1} == *export* ]] || PS1+=$__uexec_ps1
     # keep the order: D before the user's hooks, A after them
     preexec_functions=(${preexec_functions:#__uexec_preexec} __uexec_preexec)
     local __uexec_typeahead=

@@ -461,7 +461,9 @@ def test_a_shell_that_the_profile_starts_is_not_integrated(start, home):
 def test_zsh_f_reads_no_user_file(start):
     sh = start(["zsh", "-f"])
     assert sh.run("echo ${ZSHRC_READ-unread}").output.startswith("unread")
-    assert sh.run("[[ -o rcs ]] || echo norcs").output.startswith("norcs")
+    assert sh.run("[[ -o rcs ]] || echo norcs; [[ -o globalrcs ]] && echo globalrcs").output.startswith(
+        "norcs\r\nglobalrcs"
+    )
     assert sh.run("false").status == 1
 
 

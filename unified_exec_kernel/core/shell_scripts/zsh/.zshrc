@@ -5,7 +5,8 @@ __uexec_our_dotdir
 __uexec_install
 unfunction __uexec_install
 if [[ -n $__uexec_norcs ]]; then
-    setopt no_rcs  # as zsh -f leaves it; no .zlogin (ours included) comes then
+    # as zsh -f leaves them; no .zlogin (ours included) comes then
+    setopt no_rcs global_rcs
 fi
 if [[ ! -o login || ! -o rcs ]] && (( ${+functions[__uexec_done]} )); then
     __uexec_done

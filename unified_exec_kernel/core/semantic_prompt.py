@@ -123,7 +123,7 @@ class SemanticPromptScanner:
             piece = text[copied:start]
             pieces.append(piece)
             clean_length += len(piece)
-            events.append(self._event(text[body:end].decode("ascii", "replace"), clean_length))
+            events.append(self._event(text[body:end].decode("utf-8", "replace"), clean_length))
             copied = search = after
         if copied == 0:
             clean = text

@@ -120,7 +120,7 @@ async def test_a_write_can_leave_out_what_came_before_it(integrated):
 
 async def test_watches_fire_time_out_and_end_with_their_session(integrated):
     sid = await shell(integrated)
-    watch = asyncio.ensure_future(integrated.watch(sid, until="ready-now"))
+    watch = asyncio.ensure_future(integrated.watch(sid, until="^ready-now"))  # not the typed line
     await asyncio.sleep(0.1)
     await integrated.write(sid, "sleep 0.2; echo ready-now\n")
     fired = await asyncio.wait_for(watch, 10)

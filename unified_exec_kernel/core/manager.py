@@ -246,6 +246,9 @@ class UnifiedExecSessionManager:
             managed.last_used = time.monotonic()
             notice, managed.notice = managed.notice, ""
             collector = HeadTailCollector(self.output_max_bytes)
+            # What the program printed before this request is read first, so a
+            # prompt marker of an earlier command cannot end this wait.
+            session.terminal.read_pending()
             unread, dropped = session.buffer.drain()
             left_out = 0
             if earlier_output:
@@ -260,6 +263,10 @@ class UnifiedExecSessionManager:
                 if text and session.alive:
                     session.write(text)
                 ended_by = await wait.ended if not session.finished else EndedBy.EXIT
+                if ended_by is EndedBy.COMMAND:
+                    # The shell prints its prompt right after saying so: show it
+                    # when it is already there.
+                    session.terminal.read_pending()
             finally:
                 wait.close()
                 unsubscribe()

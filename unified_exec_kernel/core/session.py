@@ -11,17 +11,17 @@ scrollback are two of them; requests and live views come and go.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
 from .errors import WriteToStdinError
 from .exit_watch import watch_exit
-from .semantic_prompt import SemanticPromptScanner
+from .semantic_prompt import PromptEvent, SemanticPromptScanner
 from .spawn import spawn_pty
 from .terminal import Terminal
 from .termination import terminate
@@ -39,23 +39,8 @@ Subscriber = Callable[[bytes, int], None]
 """Called with output bytes (whole UTF-8 characters) and the offset of their first byte."""
 
 
-@dataclass(frozen=True)
-class PromptMark:
-    """A shell's own OSC 133 marker (see shell_integration.py), taken out of the output.
-
-    kind: "A" prompt start, "B" prompt end, "C" command output starts, "D"
-    command finished (`exit_status`, None when no command ran). `typeahead`
-    (on A): a typed line is already waiting, so the shell runs it at once.
-    `offset`: where it was in the session's output.
-    """
-
-    kind: str
-    offset: int
-    exit_status: int | None = None
-    typeahead: bool = False
-
-
-PromptListener = Callable[[PromptMark], None]
+PromptListener = Callable[[PromptEvent], None]
+"""Hears the shell's own markers (shell_integration.py); `index` is their offset in the output."""
 
 
 class Lifecycle(enum.Enum):
@@ -163,10 +148,10 @@ class PtySession:
             self._fan_out(clean[position : mark.index])
             position = mark.index
             if mark.ours:
-                self._tell_prompt(PromptMark(mark.kind, self.offset, mark.exit_status, mark.typeahead))
+                self._tell_prompt(dataclasses.replace(mark, index=self.offset))
         self._fan_out(clean[position:])
 
-    def _tell_prompt(self, mark: PromptMark) -> None:
+    def _tell_prompt(self, mark: PromptEvent) -> None:
         for listener in list(self._prompt_listeners):
             try:
                 listener(mark)

@@ -42,6 +42,11 @@ class Terminal:
 
     # -- output ----------------------------------------------------------------
 
+    def read_pending(self) -> None:
+        """Read what the terminal already holds, now (as if the loop had said it was readable)."""
+        if not self.eof:
+            self._on_readable()
+
     def _on_readable(self) -> None:
         reads = []
         eof = False

@@ -14,7 +14,9 @@ import enum
 import re
 from dataclasses import dataclass
 
-from .session import PtySession, PromptMark
+from .command_wait import CommandWait
+from .semantic_prompt import PromptEvent
+from .session import PtySession
 
 # A pattern is searched in what arrived since the last look plus this much
 # before it, so a match split across two reads is still found.
@@ -59,8 +61,7 @@ class Wait:
         self._loop = asyncio.get_running_loop()
         self._wait_for = wait_for
         self.ended: asyncio.Future[EndedBy] = self._loop.create_future()
-        self.command_exit_code: int | None = None
-        self._prompt_started = False
+        self._command = CommandWait()
         self._text = ""
         self._quiet_timer: asyncio.TimerHandle | None = None
         self._cleanups = [
@@ -90,15 +91,13 @@ class Wait:
                 self._quiet_timer.cancel()
             self._quiet_timer = self._loop.call_later(self._wait_for.quiet_s, self._end, EndedBy.QUIET)
 
-    def _on_prompt(self, mark: PromptMark) -> None:
-        # D: a command finished. A: a prompt starts (with typeahead, the shell
-        # runs a waiting line at once: not done yet). B: the prompt is printed,
-        # so it is part of the output, and the shell waits for input: done.
-        if mark.kind == "D":
-            self.command_exit_code = mark.exit_status
-        elif mark.kind == "A":
-            self._prompt_started = not mark.typeahead
-        elif mark.kind == "B" and self._prompt_started:
+    @property
+    def command_exit_code(self) -> int | None:
+        """The status of the last command that finished during the wait (shell integration)."""
+        return self._command.exit_code
+
+    def _on_prompt(self, mark: PromptEvent) -> None:
+        if self._command.feed([mark]):
             self._end(EndedBy.COMMAND)
 
     def _end(self, reason: EndedBy) -> None:

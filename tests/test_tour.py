@@ -126,8 +126,9 @@ def tour(tmp_path_factory) -> Tour:
 # -- the run as a whole -----------------------------------------------------
 
 
-def test_the_tour_runs_well_under_a_minute(tour):
-    assert tour.seconds < 45, tour.seconds
+def test_run_all_takes_a_few_seconds(tour):
+    # Every wait ends when its command is done or its pattern shows, not at a timeout.
+    assert tour.seconds < 15, tour.seconds  # the goal is 5 s (benchmarks/bench_notebook.py); slack for a loaded machine
 
 
 def test_the_saved_notebook_uses_the_uexec_kernel_and_shows_a_real_run():
@@ -139,9 +140,16 @@ def test_the_saved_notebook_uses_the_uexec_kernel_and_shows_a_real_run():
     assert code and all(c.outputs for c in code), "save the notebook with the outputs of a run"
 
 
+def test_no_cell_names_a_session_by_a_literal_id():
+    saved = nbformat.read(TOUR, as_version=4)
+    for cell in saved.cells:
+        if cell.cell_type == "code":
+            assert not re.search(r"(-s|--session)\s+\d|%uexec_kill\s+\d", cell.source), cell.source
+
+
 def test_every_uexec_cell_shows_one_output_updated_in_place(tour):
     for index, cell in enumerate(tour.nb.cells):
-        if cell.cell_type == "code" and cell.source.startswith(("%%uexec", "%uexec ")):
+        if cell.cell_type == "code" and cell.source.startswith(("%%uexec", "%uexec ")) and "--live" not in cell.source:
             assert [o.output_type for o in cell.outputs] == ["display_data"], cell.source
             assert tour.messages[index].count("display_data") == 1, cell.source
 
@@ -153,21 +161,21 @@ def test_one_shot_command_shows_its_exit_status(tour):
     assert re.fullmatch(r"Linux \S+\n\[exited with code 0 · \d+\.\d\d s\]\n", tour.text("tour-oneshot"))
 
 
-def test_shell_starts_with_the_short_prompt_and_keeps_running(tour):
-    assert re.fullmatch(r"\$\n\[session 1 running · \d+\.\d\d s\]\n", tour.text("tour-bash"))
+def test_shell_starts_at_its_first_prompt_and_keeps_running(tour):
+    assert re.fullmatch(r"(\$\n)?\[session \d+ running · \d+\.\d\d s\]\n", tour.text("tour-bash"))
 
 
-def test_exported_variable_is_echoed_in_a_later_cell(tour):
+def test_each_typed_command_reports_its_exit_code(tour):
     text = tour.text("tour-echo")
-    assert "\nhello from session 1\n" in text and "[session 1 running" in text
-
-
-def test_cd_is_kept_between_cells(tour):
+    assert "\nhello from sh\n" in text and "command exited with code 0" in text
     assert "\n/tmp\n" in tour.text("tour-pwd")
+    failing = tour.text("tour-failing")
+    assert "No such file or directory" in failing and "command exited with code 2" in failing
+    assert "command exited with code 0" in tour.text("tour-check")
 
 
-def test_python_repl_keeps_its_variable_and_exits(tour):
-    assert "[session 2 running" in tour.text("tour-python-start")
+def test_python_repl_is_waited_on_until_its_prompt(tour):
+    assert "--until matched" in tour.text("tour-python-start")
     assert "\nthe answer is 42\n" in tour.text("tour-python-print")
     assert "[exited with code 0" in tour.text("tour-python-exit")
 
@@ -180,33 +188,39 @@ def test_progress_bar_streamed_but_only_its_final_state_remains(tour):
     assert tour.messages[index].count("update_display_data") >= 2  # it was redrawn while it ran
 
 
-def test_server_answers_is_polled_and_stops_on_ctrl_c(tour):
-    assert f"Serving HTTP on 127.0.0.1 port {PORT}" in tour.text("tour-server-start")
-    assert "[session 4 running" in tour.text("tour-server-start")
+def test_server_answers_is_looked_at_and_stops_on_ctrl_c(tour):
+    start = tour.text("tour-server-start")
+    assert f"Serving HTTP on 127.0.0.1 port {PORT}" in start and "--until matched" in start
     assert re.match(r"200\n\[exited with code 0", tour.text("tour-curl"))
     poll = tour.text("tour-server-poll")
     assert re.search(r'^127\.0\.0\.1 - - \[.*\] "GET / HTTP/1\.1" 200 -$', poll, re.M), poll
-    assert "[session 4 running" in poll
     stop = tour.text("tour-server-stop")
     assert "^C" in stop and "Keyboard interrupt received" in stop and "[exited with code 0" in stop
 
 
 def test_ctrl_c_interrupts_sleep_and_gives_status_130(tour):
-    assert "[session 1 running · 0.3" in tour.text("tour-sleep")
-    assert "^C" in tour.text("tour-ctrl-c")
-    assert "\n130\n" in tour.text("tour-status")
+    assert re.search(r"\[session \d+ running · 0\.[34]\d s\]", tour.text("tour-sleep"))
+    ctrl_c = tour.text("tour-ctrl-c")
+    assert "^C" in ctrl_c and "command exited with code 130" in ctrl_c
 
 
 def test_the_second_shell_does_not_see_the_first_ones_variable(tour):
-    assert "\nGREETING is unset\n" in tour.text("tour-isolated-6")
-    assert "\nGREETING is hello from session 1\n" in tour.text("tour-isolated-1")
+    assert "\nGREETING is unset\n" in tour.text("tour-isolated-other")
+    assert "\nGREETING is hello from sh\n" in tour.text("tour-isolated-sh")
 
 
-def test_sessions_table_lists_the_two_shells_only(tour):
+def test_the_live_view_is_shown(tour):
+    _, cell = tour.cell("tour-live")
+    kinds = [o.output_type for o in cell.outputs]
+    assert "display_data" in kinds, kinds
+    assert any("[live terminal: session" in o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+
+
+def test_sessions_table_lists_the_two_shells_by_name(tour):
     rows = tour.text("tour-sessions").strip().splitlines()
-    assert rows[0].split()[:2] == ["id", "command"]
-    assert [row.split()[0] for row in rows[1:]] == ["1", "6"]
-    assert all(re.match(r"\d +bash --norc -i +\d+ +running", row) for row in rows[1:]), rows
+    assert rows[0].split()[:3] == ["id", "name", "command"]
+    assert [row.split()[1] for row in rows[1:]] == ["sh", "other"]
+    assert all(re.match(r"\d+ +\w+ +bash --norc -i +\d+ +running", row) for row in rows[1:]), rows
     _, cell = tour.cell("tour-sessions")
     assert "<table" in cell.outputs[0].data["text/html"]
 
@@ -214,13 +228,14 @@ def test_sessions_table_lists_the_two_shells_only(tour):
 def test_agent_format(tour):
     text = tour.text("tour-agent")
     assert re.match(
-        r"Wall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: \d+\nOutput:\nhello, agent\r\n",
+        r"Wall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nCommand exited with code 0\nOriginal token count: \d+\nOutput:\n",
         text,
     ), text
+    assert "hello, agent\r\n" in text
 
 
 def test_clean_up_leaves_no_session(tour):
-    assert tour.text("tour-kill") == "closed sessions 1, 6\n"
+    assert re.fullmatch(r"closed sessions \d+, \d+\n", tour.text("tour-kill"))
     assert tour.text("tour-sessions-end") == "no uexec sessions\n"
 
 

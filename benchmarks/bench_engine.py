@@ -6,7 +6,8 @@
 Each case runs in a fresh Python process so peak-RSS and thread figures are
 its own. Goals (issue 2): drain >= 0.9x a bare os.read loop; /bin/echo
 spawn-to-result <= 5 ms median in a 50 MB process; <= 5 MB peak RSS growth
-over a 200 MB request; 500 idle sessions add no thread and < 0.05 CPU s in 10 s.
+over a 200 MB request; 500 idle sessions add no thread and < 0.05 CPU s in 10 s;
+500 idle watches likewise (issue 9).
 """
 
 from __future__ import annotations
@@ -143,7 +144,38 @@ def idle() -> dict:
     return asyncio.run(main())
 
 
-CASES = {"bare_drain": bare_drain, "drain": drain, "rss": rss, "spawn": spawn, "idle": idle}
+def watches() -> dict:
+    """500 idle watches (an agent waiting on sessions): no thread, no CPU while nothing happens."""
+
+    async def main():
+        manager = _manager()
+        sessions = [manager.spawn(["sleep", "600"]) for _ in range(10)]
+        await asyncio.sleep(0.5)
+        threads_before = threading.active_count()
+        tasks_before = len(os.listdir("/proc/self/task"))
+        watching = [
+            asyncio.ensure_future(manager.watch(sessions[i % len(sessions)], until="never printed", timeout_ms=3_600_000))
+            for i in range(500)
+        ]
+        await asyncio.sleep(1)
+        cpu_before = sum(os.times()[:2])
+        await asyncio.sleep(10)
+        cpu = sum(os.times()[:2]) - cpu_before
+        result = {
+            "watches": len(watching),
+            "threads_added": threading.active_count() - threads_before,
+            "os_threads_added": len(os.listdir("/proc/self/task")) - tasks_before,
+            "cpu_seconds_in_10s": cpu,
+        }
+        await manager.close_all()  # every watch fires with its session's exit
+        fired = await asyncio.gather(*watching)
+        result["fired_on_close"] = sum(1 for r in fired if r.ended_by == "exit")
+        return result
+
+    return asyncio.run(main())
+
+
+CASES = {"bare_drain": bare_drain, "drain": drain, "rss": rss, "spawn": spawn, "idle": idle, "watches": watches}
 
 
 def run_case(name: str) -> dict:
@@ -157,7 +189,7 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--case"]:
         print(json.dumps(CASES[argv[1]]()))
         return
-    wanted = set(argv) or {"drain", "rss", "spawn", "idle"}
+    wanted = set(argv) or {"drain", "rss", "spawn", "idle", "watches"}
     print(f"unified-exec-kernel engine benchmarks ({os.cpu_count()} cores)")
     if "drain" in wanted:
         floor = run_case("bare_drain")
@@ -184,6 +216,13 @@ def main(argv: list[str]) -> None:
             f"{figures['sessions']} idle sessions: threads added {figures['threads_added']} "
             f"(OS threads {figures['os_threads_added']}; goal 0), CPU over 10 s {figures['cpu_seconds_in_10s']:.3f} s "
             f"(goal < 0.05), RSS per session {figures['rss_per_session_kb']:.1f} KB"
+        )
+    if "watches" in wanted:
+        figures = run_case("watches")
+        print(
+            f"{figures['watches']} idle watches on 10 sessions: threads added {figures['threads_added']} "
+            f"(OS threads {figures['os_threads_added']}; goal 0), CPU over 10 s {figures['cpu_seconds_in_10s']:.3f} s "
+            f"(goal < 0.05); {figures['fired_on_close']} fired when their sessions closed"
         )
 
 

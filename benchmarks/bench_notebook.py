@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -386,7 +387,44 @@ def render(repeats: int = 10) -> dict:
     return figures
 
 
-CASES = {"round_trip": round_trip, "flood": flood, "interrupt": interrupt, "render": render}
+def typed(runs: int = 30, warmup: int = 5) -> dict:
+    """`echo hi` typed into an integrated bash (returns when the command is done) against `%%bash echo hi`."""
+    kernel = Kernel("uexec")
+    try:
+        kernel.check("%%uexec --name bench-sh\nbash --norc -i")
+        cells = {"typed": "%uexec -s bench-sh echo hi", "%%bash": "%%bash\necho hi"}
+        first = kernel.check(cells["typed"])
+        assert "command exited with code 0" in first.last_text, first.last_text
+        times: dict[str, list[float]] = {name: [] for name in cells}
+        for index in range(warmup + runs):
+            for name in (list(cells) if index % 2 else list(cells)[::-1]):
+                run = kernel.check(cells[name])
+                if index >= warmup:
+                    times[name].append(run.idle_at)
+    finally:
+        kernel.close()
+    return {name: {"median_ms": statistics.median(v) * 1000, "p90_ms": _p90(v) * 1000} for name, v in times.items()} | {"runs": runs}
+
+
+def tour(runs: int = 3) -> dict:
+    """Run All of examples/tour.ipynb with nbclient, kernel start excluded."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "tour.ipynb"
+    seconds = []
+    for _ in range(runs):
+        nb = nbformat.read(path, as_version=4)
+        client = NotebookClient(nb, kernel_name="uexec", timeout=120)
+        with client.setup_kernel():
+            started = time.perf_counter()
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+            seconds.append(time.perf_counter() - started)
+    return {"seconds": seconds, "cells": sum(1 for c in nb.cells if c.cell_type == "code")}
+
+
+CASES = {"round_trip": round_trip, "typed": typed, "tour": tour, "flood": flood, "interrupt": interrupt, "render": render}
 
 
 # -- report ----------------------------------------------------------------------
@@ -449,7 +487,31 @@ def report_render(f: dict) -> None:
     print(f"render_terminal_text over seq output with CRLF, median of 10: {parts}")
 
 
-REPORTS = {"round_trip": report_round_trip, "flood": report_flood, "interrupt": report_interrupt, "render": report_render}
+def report_typed(f: dict) -> None:
+    ours, bash = f["typed"], f["%%bash"]
+    print(
+        f"a command typed into an integrated bash (%uexec -s NAME echo hi), send -> idle, {f['runs']} interleaved runs: "
+        f"median {ours['median_ms']:.1f} ms (p90 {ours['p90_ms']:.1f}); %%bash echo hi {bash['median_ms']:.1f} ms "
+        f"(p90 {bash['p90_ms']:.1f}): {ours['median_ms'] / bash['median_ms']:.2f}x (goal <= 1.5x)"
+    )
+
+
+def report_tour(f: dict) -> None:
+    runs = ", ".join(f"{s:.2f}" for s in f["seconds"])
+    print(
+        f"tour Run All ({f['cells']} code cells, kernel start excluded): median {statistics.median(f['seconds']):.2f} s "
+        f"[{runs}] (goal <= 5 s)"
+    )
+
+
+REPORTS = {
+    "round_trip": report_round_trip,
+    "typed": report_typed,
+    "tour": report_tour,
+    "flood": report_flood,
+    "interrupt": report_interrupt,
+    "render": report_render,
+}
 
 
 def main(argv: list[str]) -> None:

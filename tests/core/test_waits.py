@@ -149,3 +149,15 @@ async def test_many_idle_watches_cost_no_thread():
         assert {result.ended_by for result in results} == {"exit"}
     finally:
         await manager.close_all()
+
+
+async def test_a_first_prompt_shown_before_the_wait_began_still_ends_it(integrated):
+    sid = integrated.spawn(["bash", "--norc", "-i"], env={"PS1": "$ "})
+    session = integrated.session(sid)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while session.prompts == 0:  # the face was slow: the prompt came before it asked
+        assert loop.time() < deadline, "bash never showed its prompt"
+        await asyncio.sleep(0.01)
+    result = await integrated.write(sid, first_prompt=True, timeout_ms=30_000)
+    assert result.ended_by == "command" and result.wall_time < 10

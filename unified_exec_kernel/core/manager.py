@@ -138,7 +138,8 @@ class UnifiedExecSessionManager:
         waited on until its first prompt.
         """
         pattern = compile_until(until)
-        command = self._get_managed(session_id).session.integrated and (bool(text) or first_prompt)
+        session = self._get_managed(session_id).session
+        command = session.integrated and (bool(text) or first_prompt)
         return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command)
 
     async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
@@ -256,7 +257,9 @@ class UnifiedExecSessionManager:
             else:
                 left_out, unread = len(unread), b""
             unsubscribe = session.subscribe(collector.push)
-            wait = Wait(session, WaitFor(timeout_ms / 1000, until, None if quiet_ms is None else quiet_ms / 1000, command), stop, already=unread)
+            # A shell that has shown its first prompt before this wait began is done starting.
+            prompted = command and not text and session.prompts > 0
+            wait = Wait(session, WaitFor(timeout_ms / 1000, until, None if quiet_ms is None else quiet_ms / 1000, command), stop, already=unread, prompted=prompted)
             try:
                 # A program that exited while a grandchild holds the terminal
                 # cannot read: collect its last words instead (as Codex does).

@@ -81,6 +81,7 @@ class PtySession:
         self._subscribers: list[Subscriber] = [self.scrollback.push, self.buffer.push]
         self._exit_callbacks: list[Callable[[PtySession], None]] = []
         self._prompt_listeners: list[PromptListener] = []
+        self.prompts = 0  # prompts the shell has shown and then waited at (its A markers without typeahead)
         self._loop = asyncio.get_running_loop()
         self._finished = asyncio.Event()
         self._grace_timer: asyncio.TimerHandle | None = None
@@ -152,6 +153,8 @@ class PtySession:
         self._fan_out(clean[position:])
 
     def _tell_prompt(self, mark: PromptEvent) -> None:
+        if mark.kind == "A" and not mark.typeahead:
+            self.prompts += 1
         for listener in list(self._prompt_listeners):
             try:
                 listener(mark)

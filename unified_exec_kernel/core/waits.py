@@ -56,8 +56,13 @@ def compile_until(pattern: str | None) -> re.Pattern[str] | None:
 class Wait:
     """One wait on one session, from construction until `ended` resolves."""
 
-    def __init__(self, session: PtySession, wait_for: WaitFor, stop: asyncio.Event | None = None, *, already: bytes = b""):
-        """`already`: output this wait counts as its own though it arrived before (an empty poll's unread text)."""
+    def __init__(
+        self, session: PtySession, wait_for: WaitFor, stop: asyncio.Event | None = None, *, already: bytes = b"", prompted: bool = False
+    ):
+        """`already`: output this wait counts as its own though it arrived before (an empty poll's unread text).
+
+        `prompted`: the shell already showed the prompt this wait is for (a new shell's first).
+        """
         self._loop = asyncio.get_running_loop()
         self._wait_for = wait_for
         self.ended: asyncio.Future[EndedBy] = self._loop.create_future()
@@ -78,6 +83,8 @@ class Wait:
             self._cleanups.append(stopper.cancel)
         if already:
             self._on_output(already, 0)
+        if prompted:
+            self._end(EndedBy.COMMAND)
 
     def _on_output(self, data: bytes, _offset: int) -> None:
         if self._wait_for.until is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 
-from traitlets import Dict, Int, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from .core.manager import MAX_SESSIONS
@@ -25,6 +25,7 @@ class UnifiedExec(Configurable):
     scrollback_bytes = Int(SCROLLBACK_BYTES, help="Output kept per session for live views that attach late, in bytes.").tag(config=True)
     env = Dict(value_trait=Unicode(), per_key_traits=None, help="Extra environment for every session's program, e.g. {'PAGER': 'cat', 'NO_COLOR': '1'}. TERM defaults to xterm-256color.").tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
+    guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
 
     @validate("max_sessions")
     def _valid_max_sessions(self, proposal):

@@ -16,6 +16,7 @@ import re
 from .comm import COMM_TARGET, open_handler
 from .config import UnifiedExec
 from .core.manager import UnifiedExecSessionManager
+from .kernel_lifecycle import close_sessions_on_sigterm, restore_sigterm
 from .magics import UnifiedExecMagics
 from .widget import TerminalWidget
 
@@ -31,7 +32,7 @@ def load_ipython_extension(ipython) -> None:
     if getattr(ipython, _ATTR, None) is not None:
         return
     settings = UnifiedExec(parent=ipython)
-    manager = UnifiedExecSessionManager(**settings.manager_options())
+    manager = UnifiedExecSessionManager(**settings.manager_options(), guardian=settings.guardian)
     magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=TerminalWidget)
     ipython.register_magics(magics)
     ipython.push({"__uexec__": magics}, interactive=False)
@@ -40,6 +41,7 @@ def load_ipython_extension(ipython) -> None:
     ipython.events.register("pre_run_cell", _reset_last_traceback)
     atexit.register(manager.terminate_all_threadsafe)
     _end_sessions_on_kernel_shutdown(ipython, manager)
+    close_sessions_on_sigterm(ipython, manager)
     _open_comm_target(ipython, manager)
     TerminalWidget.manager = manager
     setattr(ipython, _ATTR, (manager, magics, rewrite))
@@ -53,6 +55,7 @@ def unload_ipython_extension(ipython) -> None:
     ipython.input_transformers_cleanup.remove(rewrite)
     ipython.events.unregister("pre_run_cell", _reset_last_traceback)
     atexit.unregister(manager.terminate_all_threadsafe)
+    restore_sigterm(ipython)
     setattr(ipython, _ATTR, None)
     try:
         loop = asyncio.get_running_loop()

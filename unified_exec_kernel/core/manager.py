@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
 from .collector import HeadTailCollector
 from .errors import CreateSessionError, MissingCommandLineError, UnknownSessionIdError
+from .guardian import Guardian
 from .models import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
@@ -58,6 +59,7 @@ class UnifiedExecSessionManager:
         scrollback_bytes: int = SCROLLBACK_BYTES,
         env: Mapping[str, str] | None = None,
         spawn_backend: str = "auto",
+        guardian: bool = False,
     ):
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
@@ -69,6 +71,8 @@ class UnifiedExecSessionManager:
         self.scrollback_bytes = scrollback_bytes
         self.env = dict(env or {})
         self.spawn_backend = spawn_backend
+        self.guardian = guardian  # a guardian process ends the sessions if this process dies without closing them
+        self._guardian: Guardian | None = None
         self._sessions: dict[int, _Managed] = {}
         self._next_id = itertools.count()
         self._listeners: list[Callable[[], None]] = []
@@ -184,6 +188,7 @@ class UnifiedExecSessionManager:
             raise CreateSessionError(argv, error) from error
         managed = _Managed(session, last_used=time.monotonic())
         self._sessions[session_id] = managed
+        self._guard(session.pid)
         session.add_exit_callback(lambda _session: self._changed())
         self._changed()
         return managed
@@ -214,6 +219,7 @@ class UnifiedExecSessionManager:
         task = asyncio.ensure_future(managed.session.close())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        task.add_done_callback(lambda _task, pid=managed.session.pid: self._unguard(pid))
         self._changed()
         return task
 
@@ -244,12 +250,25 @@ class UnifiedExecSessionManager:
         if sessions:
             self._changed()
         await asyncio.gather(*(session.close() for session in sessions), *self._background)
+        guardian, self._guardian = self._guardian, None
+        if guardian is not None:
+            await guardian.close()  # everything is closed: it exits and is reaped
 
     def terminate_all_threadsafe(self, grace: float = 0.2) -> None:
         """End every session's processes from any thread (a shutdown hook, atexit). Blocks."""
         pids = [managed.session.pid for managed in list(self._sessions.values())]
         if pids:
             terminate_sessions(pids, grace)
+
+    def _guard(self, leader_pid: int) -> None:
+        if self.guardian:
+            if self._guardian is None:
+                self._guardian = Guardian(asyncio.get_running_loop())
+            self._guardian.watch(leader_pid)
+
+    def _unguard(self, leader_pid: int) -> None:
+        if self._guardian is not None:
+            self._guardian.forget(leader_pid)
 
     # -- change notification -------------------------------------------------
 

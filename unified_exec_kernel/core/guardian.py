@@ -83,6 +83,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 # `__init__` would import the whole engine; stand-in packages load only this
 # module and procs.py.
 _BOOTSTRAP = """\
+# uexec guardian: ends the kernel's sessions if it dies (unified_exec_kernel/core/guardian.py)
 import sys, types
 for name in ("unified_exec_kernel", "unified_exec_kernel.core"):
     package = sys.modules[name] = types.ModuleType(name)

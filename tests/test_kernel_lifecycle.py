@@ -99,12 +99,21 @@ def end_kernel(kernel: Kernel, how: str) -> int | None:
     try:
         return process.wait(timeout=DEADLINE_S)
     except subprocess.TimeoutExpired:
-        import glob
-        for task in glob.glob(f"/proc/{kernel.pid}/task/*"):
-            print("DEBUG", task, open(task + "/comm").read().strip(), open(task + "/wchan").read(), [l for l in open(task + "/status").read().splitlines() if l.startswith(("Sig", "Shd", "State"))])
+        threads = thread_states(kernel.pid)  # where each thread waits, for whoever reads the failure
         process.kill()
         process.wait(timeout=DEADLINE_S)
-        raise AssertionError(f"the kernel did not end on {how}") from None
+        raise AssertionError(f"the kernel did not end on {how}; its threads: {threads}") from None
+
+
+def thread_states(pid: int) -> list[tuple[str, str]]:
+    states = []
+    for task in sorted(os.listdir(f"/proc/{pid}/task")):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as comm, open(f"/proc/{pid}/task/{task}/wchan") as wchan:
+                states.append((comm.read().strip(), wchan.read()))
+        except OSError:
+            continue
+    return states
 
 
 def release(kernel: Kernel) -> None:
@@ -153,8 +162,8 @@ def test_sigterm_ends_a_kernel_busy_in_a_cell():
     pids: list[int] = []
     try:
         pids = start_stubborn_sessions(kernel)
-        busy = kernel.client.execute("import time; time.sleep(120)")
-        wait_for_iopub(kernel, busy, "execute_input")
+        busy = kernel.client.execute("import time\nprint('busy', flush=True)\ntime.sleep(120)")
+        wait_for_iopub(kernel, busy, "stream")
         assert end_kernel(kernel, "sigterm") == -signal.SIGTERM
         assert wait_until(lambda: not members(pids)), [(p.pid, p.cmdline()) for p in members(pids)]
     finally:

@@ -14,6 +14,11 @@ sessions as the `do_shutdown` hook does (`terminate_all_threadsafe`: by pid,
 touching no loop state; it blocks for at most the grace, while the process
 ends), then restores the default and raises SIGTERM again: the kernel's exit
 status still says SIGTERM, as supervisors and jupyter_client saw before.
+
+One limit, CPython's: Python handlers run on the main thread only, and a
+signal that lands on another thread while the main thread sits in a long
+blocking call (a cell's `time.sleep(600)`) may wait for that call to return.
+jupyter_client then escalates to SIGKILL, and the guardian ends the sessions.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ its own. Goals (issue 2): drain >= 0.9x a bare os.read loop; /bin/echo
 spawn-to-result <= 5 ms median in a 50 MB process; <= 5 MB peak RSS growth
 over a 200 MB request; 500 idle sessions add no thread and < 0.05 CPU s in 10 s;
 500 idle watches likewise (issue 9).
+over a 200 MB request; 500 idle sessions add no thread and < 0.05 CPU s in 10 s.
+Issue 11: the guardian keeps spawn time within 10% and adds no thread to the kernel.
 """
 
 from __future__ import annotations
@@ -175,7 +177,78 @@ def watches() -> dict:
     return asyncio.run(main())
 
 
-CASES = {"bare_drain": bare_drain, "drain": drain, "rss": rss, "spawn": spawn, "idle": idle, "watches": watches}
+def guardian() -> dict:
+    """/bin/true spawn-to-result with the guardian on and off, interleaved in one process (issue 11)."""
+    heap = _hold_heap()
+
+    async def main():
+        on, off = _manager(guardian=True), _manager()
+        threads_before = len(os.listdir("/proc/self/task"))
+        started = time.perf_counter()
+        await on.handle_request(_request(None, ["/bin/true"], 5_000))  # starts the guardian
+        first_on = time.perf_counter() - started
+        await off.handle_request(_request(None, ["/bin/true"], 5_000))
+        times = {"on": [], "off": []}
+        for i in range(300):
+            for name, manager in ((("on", on), ("off", off)) if i % 2 else (("off", off), ("on", on))):
+                started = time.perf_counter()
+                result = await manager.handle_request(_request(None, ["/bin/true"], 5_000))
+                times[name].append(time.perf_counter() - started)
+                assert result.exit_code == 0, result
+        import psutil
+
+        guardian_cpu = sum(psutil.Process(on._guardian.pid).cpu_times()[:2])
+        threads_after = len(os.listdir("/proc/self/task"))
+        await asyncio.gather(on.close_all(), off.close_all())
+        return times, first_on, threads_before, threads_after, guardian_cpu
+
+    times, first_on, threads_before, threads_after, guardian_cpu = asyncio.run(main())
+    del heap
+    return {
+        "on_median_ms": statistics.median(times["on"]) * 1000,
+        "off_median_ms": statistics.median(times["off"]) * 1000,
+        "first_on_ms": first_on * 1000,
+        "os_threads_added": threads_after - threads_before,
+        "guardian_cpu_s": guardian_cpu,
+    }
+
+
+def kernel_threads() -> dict:
+    """Threads of a real uexec kernel before its first session and after 20 (the guardian on)."""
+    import psutil
+    from jupyter_client.manager import KernelManager
+
+    kernel = KernelManager(kernel_name="uexec")
+    kernel.start_kernel()
+    client = kernel.blocking_client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        process = psutil.Process(kernel.provisioner.process.pid)
+        quiet = {"timeout": 60, "output_hook": lambda _msg: None}
+        client.execute_interactive("pass", **quiet)
+        before = process.num_threads()
+        for _ in range(20):
+            reply = client.execute_interactive("%%uexec -t 5000\n/bin/true\n", **quiet)
+            assert reply["content"]["status"] == "ok", reply
+        client.execute_interactive("%%uexec -t 0\nsleep 30\n", **quiet)
+        after = process.num_threads()
+        guardians = [child for child in process.children() if "guardian" in " ".join(child.cmdline())]
+        return {
+            "threads_before": before,
+            "threads_after": after,
+            "guardians": len(guardians),
+            "guardian_rss_mb": guardians[0].memory_info().rss / 1e6 if guardians else 0.0,
+        }
+    finally:
+        client.stop_channels()
+        kernel.shutdown_kernel(now=False)
+
+
+CASES = {
+    "bare_drain": bare_drain, "drain": drain, "rss": rss, "spawn": spawn, "idle": idle,
+    "guardian": guardian, "kernel_threads": kernel_threads, "watches": watches,
+}
 
 
 def run_case(name: str) -> dict:
@@ -189,7 +262,7 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--case"]:
         print(json.dumps(CASES[argv[1]]()))
         return
-    wanted = set(argv) or {"drain", "rss", "spawn", "idle", "watches"}
+    wanted = set(argv) or {"drain", "rss", "spawn", "idle", "guardian", "watches"}
     print(f"unified-exec-kernel engine benchmarks ({os.cpu_count()} cores)")
     if "drain" in wanted:
         floor = run_case("bare_drain")
@@ -223,6 +296,21 @@ def main(argv: list[str]) -> None:
             f"{figures['watches']} idle watches on 10 sessions: threads added {figures['threads_added']} "
             f"(OS threads {figures['os_threads_added']}; goal 0), CPU over 10 s {figures['cpu_seconds_in_10s']:.3f} s "
             f"(goal < 0.05); {figures['fired_on_close']} fired when their sessions closed"
+        )
+    if "guardian" in wanted:
+        figures = run_case("guardian")
+        print(
+            f"/bin/true spawn-to-result, 50 MB heap, guardian on {figures['on_median_ms']:.2f} ms vs off "
+            f"{figures['off_median_ms']:.2f} ms (median of 300 each, interleaved): "
+            f"{figures['on_median_ms'] / figures['off_median_ms']:.3f}x (goal <= 1.10x); first spawn with "
+            f"the guardian's start {figures['first_on_ms']:.2f} ms; OS threads added {figures['os_threads_added']} (goal 0); "
+            f"guardian CPU over the 300 sessions {figures['guardian_cpu_s']:.2f} s"
+        )
+        figures = run_case("kernel_threads")
+        print(
+            f"uexec kernel threads: {figures['threads_before']} before its first session, "
+            f"{figures['threads_after']} after 21 (goal: equal); guardian processes {figures['guardians']}, "
+            f"RSS {figures['guardian_rss_mb']:.1f} MB"
         )
 
 

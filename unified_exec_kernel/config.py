@@ -35,6 +35,7 @@ class UnifiedExec(Configurable):
     check = Bool(False, help="Make every %%uexec cell fail (one line) when its program, or the command it typed into an integrated shell, exits non-zero, as if it said --check.").tag(config=True)
     max_watch_ms = Int(MAX_WATCH_MS, min=0, help="Longest a comm `watch` may wait, in ms (an agent's watch may outlast any request).").tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
+    guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
 
     @validate("env")
     def _valid_env(self, proposal):
@@ -65,4 +66,5 @@ class UnifiedExec(Configurable):
             "env_remove": list(self.env_remove),
             "shell_integration": self.shell_integration,
             "max_watch_ms": self.max_watch_ms,
+            "guardian": self.guardian,
         }

@@ -17,6 +17,7 @@ from . import current, kernel_patches, rewrite
 from .comm import COMM_TARGET, open_handler
 from .config import UnifiedExec
 from .core.manager import UnifiedExecSessionManager
+from .kernel_lifecycle import close_sessions_on_sigterm, restore_sigterm
 from .magics import UnifiedExecMagics
 from .widget import TerminalWidget
 
@@ -41,6 +42,7 @@ def load_ipython_extension(ipython) -> None:
         if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
             kernel_patches.end_sessions_on_shutdown(kernel, manager.terminate_all_threadsafe)
         _open_comm_target(kernel, manager)
+    close_sessions_on_sigterm(ipython, manager)
     current.set_manager(ipython, manager, magics)
 
 
@@ -51,6 +53,7 @@ def unload_ipython_extension(ipython) -> None:
     rewrite.uninstall(ipython)
     ipython.events.unregister("pre_run_cell", kernel_patches.reset_last_traceback)
     atexit.unregister(manager.terminate_all_threadsafe)
+    restore_sigterm(ipython)
     current.set_manager(ipython, None)
     try:
         loop = asyncio.get_running_loop()

@@ -120,11 +120,11 @@ async def test_a_write_can_leave_out_what_came_before_it(integrated):
 
 async def test_watches_fire_time_out_and_end_with_their_session(integrated):
     sid = await shell(integrated)
-    watch = asyncio.ensure_future(integrated.watch(sid, until="^ready-now"))  # not the typed line
+    watch = asyncio.ensure_future(integrated.watch(sid, until="ready-2"))  # the output, not the typed line
     await asyncio.sleep(0.1)
-    await integrated.write(sid, "sleep 0.2; echo ready-now\n")
+    await integrated.write(sid, "sleep 0.2; echo ready-$((1+1))\n")
     fired = await asyncio.wait_for(watch, 10)
-    assert fired.ended_by == "match" and "ready-now" in fired.output
+    assert fired.ended_by == "match" and "ready-2" in fired.output
     quiet = await integrated.watch(sid, timeout_ms=200)
     assert quiet.ended_by == "timeout"
     command = asyncio.ensure_future(integrated.watch(sid, command=True))

@@ -32,6 +32,7 @@ from .models import (
     UnifiedExecRequest,
     UnifiedExecResult,
 )
+from .guardian import Guardian
 from .session import SCROLLBACK_BYTES, PtySession
 from .shell_integration import integrate, new_nonce
 from .waits import EndedBy, Wait, WaitFor, compile_until
@@ -68,6 +69,7 @@ class UnifiedExecSessionManager:
         env_remove: Sequence[str] = (),
         shell_integration: bool = False,
         max_watch_ms: int = MAX_WATCH_MS,
+        guardian: bool = False,
         spawn_backend: str = "auto",
     ):
         """`env` is added to the environment sessions inherit; `env_remove` (names or
@@ -84,6 +86,8 @@ class UnifiedExecSessionManager:
         self.env_remove = tuple(env_remove)
         self.shell_integration = shell_integration
         self.max_watch_ms = max_watch_ms
+        self.guardian = guardian  # a guardian process ends the sessions if this process dies without closing them
+        self._guardian: Guardian | None = None
         self._names: dict[str, int] = {}
         self.spawn_backend = spawn_backend
         self._sessions: dict[int, _Managed] = {}
@@ -197,6 +201,7 @@ class UnifiedExecSessionManager:
         except OSError as error:
             raise CreateSessionError(argv, error) from error
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
+        self._guard(session.pid)
         if name is not None:
             self._names[name] = session_id
         if len(self._sessions) >= self.warn_sessions:
@@ -376,6 +381,8 @@ class UnifiedExecSessionManager:
         task = asyncio.ensure_future(managed.session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+        # Forgotten by the guardian only once closed: until then it may still need ending.
+        task.add_done_callback(lambda _task, pid=managed.session.pid: self._unguard(pid))
         self._changed()
         return task
 
@@ -408,6 +415,19 @@ class UnifiedExecSessionManager:
         if sessions:
             self._changed()
         await asyncio.gather(*(session.close() for session in sessions), *self._closing)
+        guardian, self._guardian = self._guardian, None
+        if guardian is not None:
+            await guardian.close()  # everything is closed: it exits and is reaped
+
+    def _guard(self, leader_pid: int) -> None:
+        if self.guardian:
+            if self._guardian is None:
+                self._guardian = Guardian(asyncio.get_running_loop())
+            self._guardian.watch(leader_pid)
+
+    def _unguard(self, leader_pid: int) -> None:
+        if self._guardian is not None:
+            self._guardian.forget(leader_pid)
 
     def terminate_all_threadsafe(self, grace: float = 0.2) -> None:
         """End every session's processes from any thread (a shutdown hook, atexit). Blocks."""

@@ -10,7 +10,9 @@ itself, and Linux keeps that id from being reused while any member lives.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterable
+from typing import NamedTuple
 
 _PROC = "/proc"
 
@@ -25,18 +27,29 @@ def session_members(session_ids: Iterable[int]) -> dict[int, list[int]]:
     for name in os.listdir(_PROC):
         if not name.isdigit():
             continue
-        try:
-            with open(f"{_PROC}/{name}/stat", "rb") as stat_file:
-                stat = stat_file.read()
-        except OSError:
-            continue
-        # Fields after the command (which may hold spaces and parentheses):
-        # state, ppid, pgrp, session, ...
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        sid = int(fields[3])
-        if sid in wanted and fields[0] != b"Z":
-            wanted[sid].append(int(name))
+        ids = process_ids(int(name))
+        if ids is not None and ids.session in wanted and not ids.zombie:
+            wanted[ids.session].append(int(name))
     return wanted
+
+
+class ProcessIds(NamedTuple):
+    parent: int
+    session: int
+    zombie: bool
+
+
+def process_ids(pid: int) -> ProcessIds | None:
+    """The parent and session of a process, from /proc (None once it has been reaped)."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as stat_file:
+            stat = stat_file.read()
+    except OSError:
+        return None
+    # Fields after the command (which may hold spaces and parentheses):
+    # state, ppid, pgrp, session, ...
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return ProcessIds(parent=int(fields[1]), session=int(fields[3]), zombie=fields[0] == b"Z")
 
 
 def _members_without_proc(wanted: dict[int, list[int]]) -> dict[int, list[int]]:
@@ -59,3 +72,57 @@ def signal_pids(pids: Iterable[int], signals: Iterable[int]) -> None:
             except (ProcessLookupError, PermissionError):
                 break
 
+
+def open_member(pid: int, session_id: int, parent: int | None = None) -> int | None:
+    """A pidfd on `pid` if it is (still) in session `session_id` (and a child of `parent`), else None.
+
+    The check is made after the pidfd is opened, so the pidfd is of the very
+    process that passed it: a pid recycled since it was found either fails the
+    check or, if recycled again, leaves a pidfd that signals nobody.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    ids = process_ids(pid)
+    if ids is None or ids.zombie or ids.session != session_id or (parent is not None and ids.parent != parent):
+        os.close(pidfd)
+        return None
+    return pidfd
+
+
+def signal_members(session_id: int, pids: Iterable[int], signals: Iterable[int]) -> None:
+    """`signal_pids` for pids just found in session `session_id`, never reaching a recycled pid.
+
+    Without pidfds (not Linux, or Linux < 5.3) or out of descriptors, it
+    checks the session and then signals by pid, as `signal_pids` does.
+    """
+    signals = list(signals)
+    if not os.path.isdir(_PROC):
+        signal_pids(pids, signals)  # nothing to check against
+        return
+    exact = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+    for pid in pids:
+        try:
+            pidfd = os.pidfd_open(pid) if exact else None
+        except ProcessLookupError:
+            continue
+        except OSError:
+            pidfd = None
+        try:
+            ids = process_ids(pid)
+            if ids is None or ids.session != session_id:
+                continue
+            for sig in signals:
+                if pidfd is None:
+                    os.kill(pid, sig)
+                else:
+                    signal.pidfd_send_signal(pidfd, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+
+HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)

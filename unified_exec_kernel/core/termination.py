@@ -16,8 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from . import procs
-
-HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
+from .procs import HANGUP_SIGNALS
 KILL_ROUNDS = 20
 
 

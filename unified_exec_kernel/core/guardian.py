@@ -1,0 +1,275 @@
+"""`Guardian`: the kernel's side of a process that ends its sessions if the kernel dies without doing it.
+
+A kernel ended by SIGKILL, the OOM killer or jupyter_client's
+`shutdown_kernel(now=True)` runs none of its cleanup, and a program that
+ignores the terminal's hangup then lives on under PID 1 for ever. Only
+another process can clean up after it. `Guardian` starts one
+(guardian_process.py), lazily, with the first session, and tells it over a
+pipe each session's leader pid (`+PID` when the session starts, `-PID` once
+it is closed). When the pipe closes or the kernel exits, however it died,
+the guardian ends every process of every session still on its list as
+closing a session does (hangup, continue, terminate; SIGKILL after a grace),
+then exits.
+
+What it relies on, and why:
+
+- Session ids, not a child subreaper. `PR_SET_CHILD_SUBREAPER` only adopts
+  orphans among the subreaper's own descendants, so the guardian would have
+  to start every session itself: a round trip and a PTY fd passed on every
+  spawn, the path whose cost matters. Sessions are started with setsid, so
+  every process of one (`bash -i` jobs, in their own process groups,
+  included) carries the leader's pid as its session id, wherever it was
+  reparented; /proc finds them (`procs.session_members`).
+- Pidfds, so that a recycled pid is never signalled: the guardian holds one
+  on each session's leader (then on its survivors) and drops a session the
+  moment it is over, with or without the kernel's `-PID`; see
+  guardian_process.py.
+- A pipe and the kernel's pidfd. The pipe's EOF marks the kernel's end
+  however it died; the pidfd also catches it when a child forked without
+  exec (multiprocessing) still holds the pipe. Everything the kernel wrote
+  before dying is read before acting.
+- Its own session (posix_spawn with setsid): a killpg of the kernel's group
+  (jupyter_client's kill and interrupt) or a hangup never reaches it; it
+  ignores SIGINT and SIGHUP, sits in `/`, closes every inherited fd above 2.
+- Cost. posix_spawn does not copy the kernel (no fork); the guardian is
+  started on the loop's next turn after the first spawn and never waited
+  for, so no spawn waits for it. A session costs the kernel two tiny
+  non-blocking pipe writes; the guardian (~11 MB, `python -I -S` loading
+  only guardian_process.py and procs.py) sleeps with no timer and handles
+  news in batches. The kernel gets no thread: the guardian's own exit is a
+  pidfd read on the loop.
+- Trouble. A full pipe queues lines in memory, flushed with `add_writer`;
+  past `MAX_PENDING_BYTES` the guardian counts as wedged and is killed and
+  replaced. One that dies is reaped, logged once, and replaced with the
+  whole list; one that keeps dying as it starts is given up on, logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from .guardian_process import BOOTSTRAP, KILL_GRACE_S, ROOT
+
+log = logging.getLogger(__name__)
+
+MAX_PENDING_BYTES = 1 << 20
+"""Past this much unsent news the guardian counts as wedged, and is killed and replaced."""
+_QUICK_DEATH_S = 5.0
+_MAX_QUICK_DEATHS = 3
+_DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+
+
+class Guardian:
+    """Tells a guardian process which sessions to end if this process dies.
+
+    Lives on the asyncio loop that owns the sessions and never blocks it.
+    `close()` is the same news as the kernel's death: the guardian ends what
+    is still watched (nothing, once every session was forgotten) and exits.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, python: str | None = None, grace: float = KILL_GRACE_S):
+        self._loop = loop
+        self._python = python or sys.executable
+        self._grace = grace
+        self._watched: set[int] = set()
+        self._pending = bytearray()
+        self._pipe: int | None = None  # write end; the guardian holds the read end as stdin
+        self._writing = False
+        self._pid: int | None = None  # the guardian process, until reaped
+        self._exit_fd: int | None = None  # its pidfd, read on the loop
+        self._started = 0.0
+        self._start_handle: asyncio.Handle | None = None
+        self._retiring = False  # we closed or killed it: its exit is no news
+        self._exited: asyncio.Future[None] | None = None
+        self._quick_deaths = 0
+        self._warned = False
+        self._given_up = False
+
+    @property
+    def pid(self) -> int | None:
+        """The guardian process's pid while it runs (None before the first session)."""
+        return self._pid
+
+    @property
+    def watched(self) -> frozenset[int]:
+        return frozenset(self._watched)
+
+    def watch(self, leader_pid: int) -> None:
+        """Have this session ended if the process dies (the leader's pid is its session id)."""
+        self._watched.add(leader_pid)
+        if self._pipe is None:
+            self._start_soon()  # it learns the whole list as it starts
+        else:
+            self._send(b"+%d\n" % leader_pid)
+
+    def forget(self, leader_pid: int) -> None:
+        """The session is closed: its id may be reused and must leave the list."""
+        if leader_pid not in self._watched:
+            return
+        self._watched.discard(leader_pid)
+        if self._pipe is not None:
+            self._send(b"-%d\n" % leader_pid)
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Close the pipe and wait (bounded) for the guardian to exit, so it is reaped."""
+        if self._start_handle is not None:
+            self._start_handle.cancel()
+            self._start_handle = None
+        self._watched.clear()
+        exited = self._exited
+        if self._pipe is not None:
+            self._retiring = True
+            self._drop_pipe()
+        if exited is not None and not exited.done() and self._exit_fd is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), timeout)
+            except asyncio.TimeoutError:
+                log.warning("uexec: the guardian (pid %s) did not exit within %s s", self._pid, timeout)
+
+    # -- starting --------------------------------------------------------------
+
+    def _start_soon(self) -> None:
+        if self._start_handle is None and self._pid is None and not self._given_up:
+            self._start_handle = self._loop.call_soon(self._start)
+
+    def _start(self) -> None:
+        self._start_handle = None
+        if self._pid is not None or not self._watched or self._given_up:
+            return
+        try:
+            read_end, write_end = os.pipe()  # both close-on-exec: no session inherits them
+        except OSError as error:  # out of descriptors: try again with the next session
+            self._warn(f"uexec: cannot start the guardian process yet ({error})")
+            return
+        try:
+            pid = os.posix_spawn(
+                self._python,
+                [self._python, "-I", "-S", "-c", BOOTSTRAP, ROOT, str(os.getpid()), repr(self._grace)],
+                {},
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read_end, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                ],
+                setsid=True,
+                setsigmask=(),
+                setsigdef=_DEFAULT_SIGNALS,
+            )
+        except (OSError, AttributeError, TypeError) as error:
+            os.close(write_end)
+            self._give_up(f"cannot start the guardian process ({error})")
+            return
+        finally:
+            os.close(read_end)
+        os.set_blocking(write_end, False)
+        self._pipe, self._pid, self._retiring = write_end, pid, False
+        self._started = self._loop.time()
+        self._exited = self._loop.create_future()
+        self._watch_exit()
+        self._pending = bytearray(b"".join(b"+%d\n" % leader for leader in sorted(self._watched)))
+        self._flush()
+
+    def _watch_exit(self) -> None:
+        try:
+            self._exit_fd = os.pidfd_open(self._pid)
+        except (AttributeError, OSError):
+            self._exit_fd = None  # its death shows as EPIPE on the next write instead
+            return
+        self._loop.add_reader(self._exit_fd, self._on_exit)
+
+    # -- writing ---------------------------------------------------------------
+
+    def _send(self, line: bytes) -> None:
+        self._pending += line
+        if not self._writing:
+            self._flush()
+        elif len(self._pending) > MAX_PENDING_BYTES:
+            self._replace("stopped reading its pipe")
+
+    def _flush(self) -> None:
+        while self._pending:
+            try:
+                written = os.write(self._pipe, self._pending)
+            except BlockingIOError:
+                if not self._writing:
+                    self._loop.add_writer(self._pipe, self._flush)
+                    self._writing = True
+                return
+            except OSError:  # EPIPE: it died and its pidfd has not been read yet
+                self._drop_pipe()
+                if self._exit_fd is None:
+                    self._reap(os.WNOHANG)
+                return
+            del self._pending[:written]
+        if self._writing:
+            self._loop.remove_writer(self._pipe)
+            self._writing = False
+
+    def _drop_pipe(self) -> None:
+        if self._pipe is None:
+            return
+        if self._writing:
+            self._loop.remove_writer(self._pipe)
+            self._writing = False
+        os.close(self._pipe)
+        self._pipe = None
+        self._pending.clear()
+
+    # -- its end -----------------------------------------------------------------
+
+    def _replace(self, why: str) -> None:
+        self._warn(f"uexec: the guardian (pid {self._pid}) {why}; replacing it")
+        self._retiring = True
+        # Killed before its pipe closes, so it never takes the EOF for the kernel's death.
+        # Still our unreaped child: the pid is exact.
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._drop_pipe()
+        if self._exit_fd is None:
+            self._reap(0)  # a SIGKILLed process is gone at once
+
+    def _on_exit(self) -> None:
+        self._loop.remove_reader(self._exit_fd)
+        os.close(self._exit_fd)
+        self._exit_fd = None
+        self._reap(os.WNOHANG)
+
+    def _reap(self, flags: int) -> None:
+        try:
+            pid, status = os.waitpid(self._pid, flags)
+        except ChildProcessError:
+            pid, status = self._pid, 0  # somebody else reaped it
+        if not pid:
+            return
+        self._drop_pipe()
+        if not self._retiring:
+            lived = self._loop.time() - self._started
+            self._quick_deaths = self._quick_deaths + 1 if lived < _QUICK_DEATH_S else 0
+            self._warn(
+                f"uexec: the guardian (pid {self._pid}) exited with status {os.waitstatus_to_exitcode(status)}; "
+                "starting another"
+            )
+        self._pid = None
+        if self._exited is not None and not self._exited.done():
+            self._exited.set_result(None)
+        if self._quick_deaths > _MAX_QUICK_DEATHS:
+            self._give_up("the guardian process keeps dying as it starts")
+        elif self._watched:
+            self._start_soon()
+
+    def _warn(self, message: str) -> None:
+        # Once: a guardian that keeps failing must not flood the kernel's log.
+        if self._warned:
+            log.debug(message)
+        else:
+            self._warned = True
+            log.warning(message)
+
+    def _give_up(self, why: str) -> None:
+        self._given_up = True
+        log.error("uexec: %s; sessions will not be ended if this process dies without closing them", why)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
-from .collector import HeadTailCollector
+from .collect import Collected, collect
 from .errors import CreateSessionError, MissingCommandLineError, UnknownSessionIdError
 from .models import (
     DEFAULT_TIMEOUT_MS,
@@ -35,7 +35,7 @@ from .models import (
 from .guardian import Guardian
 from .session import SCROLLBACK_BYTES, PtySession
 from .shell_integration import integrate, new_nonce
-from .waits import EndedBy, Wait, WaitFor, compile_until
+from .waits import WaitFor, compile_until
 from .termination import terminate_blocking
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,6 @@ class UnifiedExecSessionManager:
     ) -> UnifiedExecResult:
         """`command`: an integrated shell is done when its prompt is back (after a typed
         command, or at its first prompt); such a wait defaults to `max_timeout_ms`."""
-        started = time.monotonic()
         managed = self._get_managed(key)
         session = managed.session
         session_id = session.session_id
@@ -251,52 +250,27 @@ class UnifiedExecSessionManager:
                 raise UnknownSessionIdError(key)
             managed.last_used = time.monotonic()
             notice, managed.notice = managed.notice, ""
-            collector = HeadTailCollector(self.output_max_bytes)
             # What the program printed before this request is read first, so a
             # prompt marker of an earlier command cannot end this wait.
             session.terminal.read_pending()
             unread, dropped = session.buffer.drain()
-            left_out = 0
-            if earlier_output:
-                collector.push(unread)  # what arrived since the last request comes first
-            else:
-                left_out, unread = len(unread), b""
-            unsubscribe = session.subscribe(collector.push)
-            # A shell that has shown its first prompt before this wait began is done starting.
-            prompted = command and not text and session.prompts > 0
-            wait = Wait(session, WaitFor(timeout_ms / 1000, until, None if quiet_ms is None else quiet_ms / 1000, command), stop, already=unread, prompted=prompted)
+            left_out = 0 if earlier_output else len(unread)
             try:
-                # A program that exited while a grandchild holds the terminal
-                # cannot read: collect its last words instead (as Codex does).
-                if text and session.alive:
-                    session.write(text)
-                ended_by = await wait.ended if not session.finished else EndedBy.EXIT
-                if ended_by is EndedBy.COMMAND:
-                    # The shell prints its prompt right after saying so: show it
-                    # when it is already there.
-                    session.terminal.read_pending()
+                collected = await collect(
+                    session,
+                    WaitFor(timeout_ms / 1000, until, _seconds(quiet_ms), command),
+                    max_bytes=self.output_max_bytes,
+                    text=text,
+                    already=unread if earlier_output else b"",
+                    # A shell that showed its first prompt before this wait began is done starting.
+                    prompted=command and not text and session.prompts > 0,
+                    stop=stop,
+                )
             finally:
-                wait.close()
-                unsubscribe()
                 session.buffer.drain()  # the collector has it all
-
-            output, _ = collector.truncated()
-            result_id: int | None = session_id
-            if session.finished:
-                result_id = None
-                if self._sessions.get(session_id) is managed:  # not killed meanwhile
-                    self._remove(session_id)
-            return UnifiedExecResult(
-                session_id=result_id,
-                output=warning + notice + output,
-                exit_code=session.exit_code if session.finished else None,
-                wall_time=time.monotonic() - started,
-                original_token_count=collector.token_count,
-                dropped_bytes=dropped,
-                command_exit_code=wait.command_exit_code,
-                ended_by=str(ended_by),
-                left_out_bytes=left_out,
-            )
+            if session.finished and self._sessions.get(session_id) is managed:  # not killed meanwhile
+                self._remove(session_id)
+            return _result(session, collected, warning + notice, dropped_bytes=dropped, left_out_bytes=left_out)
 
     async def watch(
         self,
@@ -317,25 +291,8 @@ class UnifiedExecSessionManager:
         pattern = compile_until(until)
         session = self._get_managed(session_id).session
         timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_watch_ms, self.max_watch_ms)
-        started = time.monotonic()
-        collector = HeadTailCollector(self.output_max_bytes)
-        unsubscribe = session.subscribe(collector.push)
-        wait = Wait(session, WaitFor(timeout_ms / 1000, pattern, None if quiet_ms is None else quiet_ms / 1000, command and session.integrated))
-        try:
-            ended_by = await wait.ended if not session.finished else EndedBy.EXIT
-        finally:
-            wait.close()
-            unsubscribe()
-        output, _ = collector.truncated()
-        return UnifiedExecResult(
-            session_id=None if session.finished else session.session_id,
-            output=warning + output,
-            exit_code=session.exit_code if session.finished else None,
-            wall_time=time.monotonic() - started,
-            original_token_count=collector.token_count,
-            command_exit_code=wait.command_exit_code,
-            ended_by=str(ended_by),
-        )
+        wait_for = WaitFor(timeout_ms / 1000, pattern, _seconds(quiet_ms), command and session.integrated)
+        return _result(session, await collect(session, wait_for, max_bytes=self.output_max_bytes), warning)
 
     def _clamp_timeout(self, requested: int | None, default: int, maximum: int | None = None) -> tuple[int, str]:
         maximum = self.max_timeout_ms if maximum is None else maximum
@@ -448,3 +405,21 @@ class UnifiedExecSessionManager:
                 listener()
             except Exception:
                 log.exception("uexec: a session listener failed")
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def _result(session: PtySession, collected: Collected, warnings: str, **counts: int) -> UnifiedExecResult:
+    """The seed's answer: the id while the program lives, None and its exit code once it has exited."""
+    return UnifiedExecResult(
+        session_id=None if session.finished else session.session_id,
+        output=warnings + collected.output,
+        exit_code=session.exit_code if session.finished else None,
+        wall_time=collected.seconds,
+        original_token_count=collected.token_count,
+        command_exit_code=collected.command_exit_code,
+        ended_by=str(collected.ended_by),
+        **counts,
+    )

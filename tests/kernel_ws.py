@@ -104,7 +104,7 @@ class Channels:
     async def open_unified_exec(self, timeout: float = 10) -> str:
         comm_id = self.comm_open("unified_exec")
         hello = await self.comm_next(comm_id, lambda d: d.get("type") == "hello", time.monotonic() + timeout, "hello")
-        assert hello["protocol_version"] == 1
+        assert hello["protocol_version"] == 2
         return comm_id
 
     def close(self) -> None:

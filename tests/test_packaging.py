@@ -528,7 +528,7 @@ def test_a_clone_installs_and_runs_without_node(sandbox):
     assert report["frontend_installed"] is False
     assert re.search(r"\[session \S+ running", report["start"]), report["start"]
     assert "42" in [line.strip() for line in report["echo"].splitlines()], report["echo"]
-    assert report["hello"]["protocol_version"] == 1, report["hello"]
+    assert report["hello"]["protocol_version"] == 2, report["hello"]
     assert report["list"]["type"] == "sessions" and len(report["list"]["sessions"]) == 1, report["list"]
     # the live view falls back to its text: no widget view that could not load, and the line saying why
     assert report["live_reply"] == "ok", report["live_text"]

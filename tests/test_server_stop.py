@@ -49,6 +49,12 @@ async def test_sigint_without_a_terminal_ends_every_session_process(tmp_path, en
                f"--port={port}", "--port-retries=0", f"--ServerApp.root_dir={tmp_path}", f"--IdentityProvider.token={token}"]
     if not enabled:
         command.append("--ServerApp.jpserver_extensions=unified_exec_kernel=False")
+        # The guardian would end the sessions of the dying kernel too: the
+        # control shows what the server extension alone changes.
+        profile = tmp_path / "ipython" / "profile_default"
+        profile.mkdir(parents=True)
+        (profile / "ipython_kernel_config.py").write_text("c.UnifiedExec.guardian = False\n")
+        env["IPYTHONDIR"] = str(tmp_path / "ipython")
     with log.open("wb") as out:
         server = subprocess.Popen(command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     leaders: list[int] = []

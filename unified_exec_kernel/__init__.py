@@ -4,23 +4,18 @@ The engine (`unified_exec_kernel.core`) is importable without Jupyter; the
 notebook faces load with `%load_ext unified_exec_kernel`.
 """
 
-from .core import (
-    DEFAULT_TIMEOUT_MS,
-    MAX_TIMEOUT_MS,
-    UNIFIED_EXEC_OUTPUT_MAX_BYTES,
+from .core.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
+from .core.errors import (
     CreateSessionError,
     MissingCommandLineError,
-    OutputBuffer,
-    PtySession,
-    SessionInfo,
     UnifiedExecError,
-    UnifiedExecRequest,
-    UnifiedExecResult,
-    UnifiedExecSessionManager,
     UnknownSessionIdError,
     WriteToStdinError,
-    truncate_middle,
 )
+from .core.manager import UnifiedExecSessionManager
+from .core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, SessionInfo, UnifiedExecRequest, UnifiedExecResult
+from .core.session import PtySession
+from .core.truncate import truncate_middle
 
 __version__ = "0.1.0"
 __all__ = [

@@ -47,6 +47,8 @@ def _plain_usage(magic):
 
 @magics_class
 class UnifiedExecMagics(Magics):
+    """Parse and dispatch; most of its length is the option table, which documents `%%uexec?`."""
+
     def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash", live_view=None, check: bool = False):
         """`live_view(session_id)` makes the widget `--live` shows (the extension passes TerminalWidget).
 

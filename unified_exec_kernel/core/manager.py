@@ -55,7 +55,15 @@ class _Managed:
 
 
 class UnifiedExecSessionManager:
-    """Sessions by id, on the asyncio loop that first uses the manager."""
+    """Sessions by id, on the asyncio loop that first uses the manager.
+
+    Long on purpose: it is the engine's whole public API (pinned names that
+    tests and users call), so it keeps the session table (ids, names, the
+    least-recently-used cap, listeners, the guardian) beside the requests that
+    share its locks. Every mechanism it uses lives in its own module:
+    collecting (collect.py), waiting (waits.py), a session (session.py),
+    integration (shell_integration.py), ending processes (termination.py).
+    """
 
     def __init__(
         self,

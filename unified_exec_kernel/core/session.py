@@ -50,7 +50,12 @@ class Lifecycle(enum.Enum):
 
 
 class PtySession:
-    """A running program and its terminal; see the module docstring."""
+    """A running program and its terminal; see the module docstring.
+
+    Longer than its parts because it is where they meet: the lifecycle ties
+    the terminal's EOF to the exit watch (and the grace between them), and
+    the fan-out ties both to subscribers, prompt listeners and exit callbacks.
+    """
 
     def __init__(
         self,

@@ -33,6 +33,13 @@ Send = Callable[[dict], None]
 
 
 class Endpoint:
+    """One peer's requests and what it attached or watches.
+
+    One method per message type, kept together because they share the peer's
+    streams, watches and error mapping; the checks and the messages themselves
+    are in messages.py, the live stream in live.py.
+    """
+
     def __init__(
         self,
         manager: UnifiedExecSessionManager,

@@ -289,14 +289,15 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
     assert kernel_python.parent == venv / "bin", f"the uexec kernel ran {kernel_python}, not the venv's python"
     assert module.resolve().is_relative_to(venv.resolve()), f"the kernel imported unified_exec_kernel from {module}"
 
-    assert "\nhello from session 1\n" in text("tour-echo")
+    assert "\nhello from sh\n" in text("tour-echo") and "command exited with code 0" in text("tour-echo")
     assert "\nthe answer is 42\n" in text("tour-python-print")
     assert f"Serving HTTP on 127.0.0.1 port {PORT}" in text("tour-server-start")
     agent = text("tour-agent")
     assert re.match(
-        r"Wall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: \d+\nOutput:\nhello, agent\r\n",
+        r"Wall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nCommand exited with code 0\nOriginal token count: \d+\nOutput:\n",
         agent,
     ), agent
+    assert "hello, agent\r\n" in agent
     assert text("tour-sessions-end") == "no uexec sessions\n"
 
     # nbclient shut the kernel down: nothing this test started runs, nobody listens on the port

@@ -12,25 +12,19 @@ from __future__ import annotations
 import asyncio
 import shlex
 
-from ipywidgets import DOMWidget
+import anywidget
 from traitlets import Bool, Int, Unicode
 
+from . import frontend
 from .core.feed import LiveFeed
 from .core.manager import UnifiedExecSessionManager
 from .core.protocol import BadRequest, input_text, terminal_size
 from .render import render_terminal_text
 
-MODULE_NAME = "unified-exec-kernel"
-MODULE_VERSION = "^0.1.0"
 
-
-class TerminalWidget(DOMWidget):
-    _model_name = Unicode("TerminalModel").tag(sync=True)
-    _view_name = Unicode("TerminalView").tag(sync=True)
-    _model_module = Unicode(MODULE_NAME).tag(sync=True)
-    _view_module = Unicode(MODULE_NAME).tag(sync=True)
-    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
-    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
+class TerminalWidget(anywidget.AnyWidget):
+    _esm = frontend.esm()
+    _css = frontend.css()
 
     session_id = Int(help="the session shown").tag(sync=True)
     title = Unicode(help="the session's command").tag(sync=True)
@@ -85,9 +79,12 @@ class TerminalWidget(DOMWidget):
 
     def _repr_mimebundle_(self, **kwargs):
         """Without the front end (an exported notebook), a readable snapshot of the terminal."""
-        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle, metadata = super()._repr_mimebundle_(**kwargs)
+        note = ""
+        if not frontend.built():
+            bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
         _, text = self._session.scrollback_snapshot()
         state = "running" if self.alive else f"exited with code {self.exit_code}"
         snapshot = render_terminal_text(text).rstrip("\n")
-        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]".lstrip("\n")
-        return bundle
+        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]{note}".lstrip("\n")
+        return bundle, metadata

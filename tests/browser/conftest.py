@@ -100,17 +100,17 @@ class Lab:
                 pass
 
 
-def _wait_ready(lab: Lab) -> None:
+def _wait_ready(lab: Lab, path: str = "/api/status") -> None:
     deadline = time.monotonic() + SERVER_START_S
     while time.monotonic() < deadline:
         if lab.process.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {lab.process.returncode}:\n{lab.log_tail()}")
+            raise RuntimeError(f"the server exited with {lab.process.returncode}:\n{lab.log_tail()}")
         try:
-            lab.api("GET", "/api/status", timeout=2)
-            return
+            with urllib.request.urlopen(f"{lab.url}{path}", timeout=2):
+                return
         except (OSError, urllib.error.URLError):
             time.sleep(0.2)
-    raise RuntimeError(f"jupyter lab not ready after {SERVER_START_S} s:\n{lab.log_tail()}")
+    raise RuntimeError(f"the server was not ready after {SERVER_START_S} s:\n{lab.log_tail()}")
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -138,12 +138,11 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-@contextlib.contextmanager
-def jupyter_server(base, app: str):
-    """A `jupyter lab` or `jupyter notebook` on loopback, isolated in `base`, always stopped."""
-    root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
-    for folder in (root, settings, workspaces, runtime):
-        folder.mkdir()
+def isolated_env(base: Path) -> dict[str, str]:
+    """This interpreter's environment with JupyterLab's settings, workspaces and runtime files under `base`."""
+    settings, workspaces, runtime = (base / name for name in ("settings", "workspaces", "runtime"))
+    for folder in (settings, workspaces, runtime):
+        folder.mkdir(exist_ok=True)
     # No "get notified about Jupyter news?" toast over the page (Notebook 7 has the same plugin).
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
@@ -156,27 +155,56 @@ def jupyter_server(base, app: str):
         PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
     )
     env.pop("JUPYTER_TOKEN", None)
+    return env
+
+
+def disable_labextension(env: dict[str, str], base: Path, name: str) -> None:
+    """`jupyter labextension disable` in a config dir of its own: only servers started with `env` see it."""
+    config = base / "config"
+    config.mkdir(exist_ok=True)
+    env["JUPYTER_CONFIG_DIR"] = str(config)
+    subprocess.run(
+        [shutil.which("jupyter", path=env["PATH"]) or "jupyter", "labextension", "disable", "--level=user", name],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@contextlib.contextmanager
+def jupyter_server(base, app: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ()):
+    """A `jupyter lab`, `jupyter notebook` or `voila` on loopback, isolated in `base`, always stopped."""
+    root = base / "root"
+    root.mkdir()
+    env = env or isolated_env(base)
     port = free_port()
     jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
     log = base / f"{app}.log"
+    if app == "voila":
+        # Voilà runs a server of its own: its options, and no tree page but the notebook folder.
+        command = [shutil.which("voila", path=env["PATH"]) or "voila", "--no-browser", "--Voila.ip=127.0.0.1"]
+        command += [f"--Voila.port={port}", "--Voila.port_retries=0", f"--Voila.root_dir={root}"]
+    else:
+        command = [
+            jupyter,
+            app,
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--port-retries=0",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.token=",
+            "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True",
+            # The lab server extension (which also serves /lab/api/news) runs under Notebook 7 too.
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=None",
+        ]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                jupyter,
-                app,
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                "--port-retries=0",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.token=",
-                "--ServerApp.password=",
-                "--ServerApp.disable_check_xsrf=True",
-                # The lab server extension (which also serves /lab/api/news) runs under Notebook 7 too.
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--LabApp.news_url=None",
-            ],
+            [*command, *args],
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -186,7 +214,7 @@ def jupyter_server(base, app: str):
         )
     server = Lab(root, port, process, log)
     try:
-        _wait_ready(server)
+        _wait_ready(server, "/" if app == "voila" else "/api/status")
         yield server
     finally:
         server.shutdown_kernels()

@@ -280,7 +280,7 @@ def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
     assert tail == list(range(100 - len(tail), 100)), shown
     wait_for_lines(terminal, lambda lines: "[exited with code 0]" in lines, 10, "the exit notice")
     widget_state = cell.locator(".uexec-widget-state")
-    wait_until(lambda: widget_state.inner_text() == "exited (0)", 10, "the header to say exited (0)")
+    wait_until(lambda: widget_state.inner_text() == "exited with code 0", 10, "the header to say how it ended")
 
 
 def test_terminal_size_follows_the_view_when_the_window_is_resized(lab, page):
@@ -347,8 +347,11 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
     wait_until(lambda: terminal.evaluate("n => n.getBoundingClientRect().width") > 700, 5, "a wide terminal tab")
     doc_screenshot(page, "sessions-panel.png")
 
-    # Kill closes the session: it leaves the list, and its tab says how it ended.
+    # Kill asks first; then it closes the session: it leaves the list, and its tab says how it ended.
     row0.locator(".uexec-kill").click()
+    dialog = page.locator(".jp-Dialog")
+    assert dialog.locator(".jp-Dialog-header").inner_text() == "Kill session 0?"
+    dialog.locator("button.jp-mod-warn", has_text="Kill").click()
     wait_until(lambda: row0.count() == 0, 10, "the killed session's row to go")
     killed = re.compile(r"\[killed by signal \d+\]")
     wait_for_lines(terminal, lambda lines: any(killed.fullmatch(line) for line in lines), 10, "the exit notice")
@@ -356,7 +359,7 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
 
     # A session that ended on its own stays listed, as exited, until removed.
     state1 = row1.locator(".uexec-session-state")
-    wait_until(lambda: state1.inner_text() == "exited (3)", 15, "session 1 to show exited (3)")
+    wait_until(lambda: state1.inner_text() == "exited with code 3", 15, "session 1 to show how it ended")
     remove = row1.locator(".uexec-kill")
     assert remove.inner_text() == "Remove"
     remove.click()

@@ -23,7 +23,6 @@ import pytest
 from .conftest import ARTIFACTS, Lab, disable_labextension, fresh_page, isolated_env, jupyter_server
 from .test_lab import (
     BASH,
-    SETUP,
     fitted_grid,
     open_notebook,
     start_live_shell,
@@ -168,7 +167,8 @@ def bash_pids(page, terminal, tag: str) -> int:
 
 
 def test_live_view_works_in_voila(voila, browser):
-    voila.write_notebook("dashboard", [SETUP, LIVE_CELL])
+    # A dashboard shows outputs only: the setup cell prints nothing there.
+    voila.write_notebook("dashboard", ["import os; os.environ['PS1'] = '$ '", LIVE_CELL])
     url = f"{voila.url}/voila/render/{urllib.parse.quote('dashboard.ipynb')}"
     with fresh_page(browser, voila) as page:
         page.add_init_script(RESIZE_RECORDER_JS)

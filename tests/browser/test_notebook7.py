@@ -17,7 +17,15 @@ import urllib.parse
 import pytest
 
 from .conftest import Lab, fresh_page, jupyter_server
-from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, type_line, wait_for_lines, wait_until
+from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, start_live_shell, type_line, wait_for_lines, wait_until
+from .test_live_view_anywhere import (
+    LIVE_CELL,
+    RESIZE_RECORDER_JS,
+    check_replay_after_reload,
+    check_typing_and_resizing,
+    save_notebook,
+    screenshot,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -35,6 +43,7 @@ def notebook7(tmp_path_factory, chromium_path) -> Lab:
 def page(browser, notebook7):
     """A fresh context on the Notebook 7 server (named `page` for conftest's failure screenshot)."""
     with fresh_page(browser, notebook7) as page:
+        page.add_init_script(RESIZE_RECORDER_JS)
         yield page
 
 
@@ -121,4 +130,17 @@ def test_live_view_and_sessions_panel_work_in_notebook_7(notebook7, page):
     wait_for_lines(opened, lambda lines: "56" in lines, 10, "56 typed into the opened terminal")
 
     page.wait_for_timeout(200)  # let late events reach the listeners (the sync API delivers them while it waits)
+    assert not errors, "JS errors from the extension:\n" + "\n".join(errors)
+
+
+def test_live_view_types_resizes_and_replays_after_a_reload_in_notebook_7(notebook7, page):
+    errors = extension_errors(page)
+    cells = open_notebook7(notebook7, page, "nb7_reload", [LIVE_CELL])
+    terminal = start_live_shell(page, cells, 1)
+    check_typing_and_resizing(page, terminal)
+    screenshot(cells.nth(1), "live-view-notebook7.png")
+    save_notebook(page, notebook7, "nb7_reload")
+    check_replay_after_reload(page, cells.nth(1))
+    screenshot(cells.nth(1), "live-view-notebook7-reloaded.png")
+    page.wait_for_timeout(200)  # let late events reach the listeners
     assert not errors, "JS errors from the extension:\n" + "\n".join(errors)

@@ -50,6 +50,17 @@ export function viewState(alive: boolean, exitCode: number | null, connected: bo
   return alive && !connected ? 'disconnected' : sessionState(alive, exitCode);
 }
 
+/**
+ * The argv as a shell line that runs it again, quoted as Python's
+ * `shlex.join` quotes it (the live view's title comes from there).
+ */
 export function commandLine(argv: readonly string[]): string {
-  return argv.join(' ');
+  return argv.map(shellQuote).join(' ');
+}
+
+function shellQuote(arg: string): string {
+  if (arg === '') {
+    return "''";
+  }
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'"'"'`)}'`;
 }

@@ -35,6 +35,7 @@ export class SessionsPanel extends Widget {
     this.addClass('uexec-sessions-panel');
     this.title.icon = sessionsIcon;
     this.title.caption = 'uexec sessions';
+    this.title.label = 'uexec';
 
     const header = this.node.appendChild(document.createElement('div'));
     header.className = 'uexec-sessions-header';

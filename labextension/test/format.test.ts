@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { exitNotice, formatBytes, sessionState, viewState } from '../src/format';
+import { commandLine, exitNotice, formatBytes, sessionState, viewState } from '../src/format';
 
 test('formatBytes uses SI units with one decimal', () => {
   assert.equal(formatBytes(1), '1 byte');
@@ -28,4 +28,11 @@ test('a view that lost its kernel no longer says running', () => {
   assert.equal(viewState(true, null, false), 'disconnected');
   // How it ended stays true after the kernel went.
   assert.equal(viewState(false, 3, false), 'exited with code 3');
+});
+
+test('a command line quotes as shlex.join does', () => {
+  assert.equal(commandLine(['bash', '--norc', '-i']), 'bash --norc -i');
+  assert.equal(commandLine(['bash', '-c', 'sleep 4; exit 3']), "bash -c 'sleep 4; exit 3'");
+  assert.equal(commandLine(['echo', "it's", '']), `echo 'it'"'"'s' ''`);
+  assert.equal(commandLine(['ls', 'a_b@c%d+e=f:g,h./-i']), 'ls a_b@c%d+e=f:g,h./-i');
 });

@@ -12,6 +12,8 @@ import re
 import time
 from pathlib import Path
 
+from .conftest import ARTIFACTS
+
 import pytest
 
 pytestmark = pytest.mark.timeout(90)
@@ -326,7 +328,7 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
     wait_until(lambda: rows.count() == 2, 10, "a row per session")
     assert [rows.nth(i).get_attribute("data-session-id") for i in range(2)] == ["0", "1"]
     assert row0.locator(".uexec-session-command").inner_text() == BASH
-    assert row1.locator(".uexec-session-command").inner_text() == "bash -c sleep 4; exit 3"
+    assert row1.locator(".uexec-session-command").inner_text() == "bash -c 'sleep 4; exit 3'"
     assert row0.locator(".uexec-session-state").inner_text() == "running"
     assert row1.locator(".uexec-session-state").inner_text() == "running"
     assert row0.locator(".uexec-kill").inner_text() == "Kill"
@@ -390,3 +392,145 @@ def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     time.sleep(0.3)
     size = ask_size(page, live, "back")
     assert size == (again["rows"], again["cols"]), (again, tab_grid)
+
+
+# -- the Sessions panel as a JupyterLab panel ------------------------------------
+
+LONG_COMMAND = "python3 -c 'import time; time.sleep(600)' --a-long-argument-that-does-not-fit-in-a-side-panel"
+
+
+def workspace_has(lab, prefix: str) -> bool:
+    """The default workspace, as the layout restorer saved it, names a widget starting with `prefix`."""
+    try:
+        data = lab.api("GET", "/lab/api/workspaces/default")["data"]
+    except (OSError, KeyError, TypeError):
+        return False
+    return any(key.startswith(prefix) for key in data)
+
+
+def run_palette_command(page, label: str) -> None:
+    """Ctrl+Shift+C, the command's label, Enter: as a user runs a command."""
+    page.keyboard.press("Control+Shift+C")
+    search = page.locator(".lm-CommandPalette-input")
+    search.wait_for()
+    search.fill(label)
+    item = page.locator(".lm-CommandPalette-item", has_text=label)
+    item.first.wait_for()
+    page.keyboard.press("Enter")
+
+
+def test_sessions_panel_commands_are_in_the_palette(lab, page):
+    cells = open_notebook(lab, page, "palette", [f"%%uexec -t 300\n{BASH}", f"%%uexec -t 300\n{LONG_COMMAND}"])
+    for index in (1, 2):
+        run_cell(page, cells, index)
+        wait_output(cells.nth(index), r"\[session \d+ running")
+
+    page.keyboard.press("Control+Shift+C")
+    page.locator(".lm-CommandPalette-input").fill("uexec")
+    items = page.locator(".lm-CommandPalette-item .lm-CommandPalette-itemLabel")
+    wait_until(lambda: {"Show uexec sessions", "Open session in a terminal tab"} <= set(items.all_inner_texts()), 10, "both commands")
+    screenshot_artifact(page, "palette-commands.png")
+    page.keyboard.press("Escape")
+
+    run_palette_command(page, "Show uexec sessions")
+    panel = page.locator("#uexec-sessions-panel")
+    panel.wait_for()
+    wait_until(lambda: panel.locator(".uexec-session-row").count() == 2, 10, "the panel listing both sessions")
+
+    # Two sessions: the command asks which one.
+    run_palette_command(page, "Open session in a terminal tab")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for()
+    choices = dialog.locator("select option").all_inner_texts()
+    assert choices == [f"0: {BASH} (running)", f"1: {LONG_COMMAND} (running)"], choices
+    dialog.locator("select").select_option(index=1)
+    dialog.locator("button.jp-mod-accept").click()
+    tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="uexec 1: python3")
+    tab.wait_for()
+    assert "lm-mod-current" in tab.get_attribute("class")
+    page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="1"]').wait_for()
+
+
+def screenshot_artifact(target, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    target.screenshot(path=str(ARTIFACTS / name), animations="disabled")
+
+
+def test_sessions_panel_is_readable_at_its_default_width(lab, page):
+    cells = open_notebook(lab, page, "narrow", [f"%%uexec -t 300\n{BASH}", f"%%uexec -t 300\n{LONG_COMMAND}"])
+    for index in (1, 2):
+        run_cell(page, cells, index)
+        wait_output(cells.nth(index), r"\[session \d+ running")
+    panel = open_sessions_panel(page)
+    # The side bar's icon says what it is: JupyterLab has a terminal icon of its own.
+    side_tab = page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="uexec-sessions-panel"]')
+    assert side_tab.locator(".lm-TabBar-tabLabel").inner_text() == "uexec"
+    rows = panel.locator(".uexec-session-row")
+    wait_until(lambda: rows.count() == 2, 10, "a row per session")
+    screenshot_artifact(panel, "sessions-panel-default-width.png")
+
+    box = panel.bounding_box()
+    for index in range(2):
+        row = rows.nth(index)
+        command = row.locator(".uexec-session-command")
+        whole = command.evaluate("n => n.scrollWidth <= n.clientWidth")
+        # A command cut short is whole in the row's tooltip.
+        assert whole or command.inner_text() in (row.get_attribute("title") or ""), row.get_attribute("title")
+        open_box = row.locator(".uexec-open").bounding_box()
+        kill_box = row.locator(".uexec-kill").bounding_box()
+        assert abs(open_box["y"] - kill_box["y"]) < 2, "Open and Kill side by side"
+        assert kill_box["x"] + kill_box["width"] <= box["x"] + box["width"], "Kill inside the panel"
+        assert row.locator(".uexec-session-state").inner_text() == "running"
+    long_row = rows.nth(1)
+    assert not long_row.locator(".uexec-session-command").evaluate("n => n.scrollWidth <= n.clientWidth"), "the long command fits?"
+    assert LONG_COMMAND in long_row.get_attribute("title")
+
+    # Kill asks first when the session runs; Cancel leaves it running.
+    long_row.locator(".uexec-kill").click()
+    dialog = page.locator(".jp-Dialog")
+    assert dialog.locator(".jp-Dialog-header").inner_text() == "Kill session 1?"
+    assert LONG_COMMAND in dialog.locator(".jp-Dialog-body").inner_text()
+    screenshot_artifact(page, "sessions-panel-kill-dialog.png")
+    dialog.locator("button.jp-mod-reject").click()
+    dialog.wait_for(state="detached")
+    panel.locator(".uexec-refresh").click()
+    wait_until(lambda: rows.count() == 2, 5, "both sessions still listed")
+    assert long_row.locator(".uexec-session-state").inner_text() == "running"
+
+
+def test_terminal_tabs_come_back_after_a_reload_attached_again(lab, page):
+    cells = open_notebook(lab, page, "restore", [f"%%uexec -t 300\n{BASH}"])
+    run_cell(page, cells, 1)
+    wait_output(cells.nth(1), r"\[session \d+ running")
+    panel = open_sessions_panel(page)
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    terminal = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    terminal.wait_for()
+    wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
+    type_line(page, terminal, "echo before-$((40+2))")
+    wait_for_lines(terminal, lambda lines: "before-42" in lines, 10, "the answer")
+    wait_until(lambda: workspace_has(lab, "uexec-terminal:"), 15, "the layout to be saved with the tab")
+
+    page.goto(f"{lab.url}/lab/tree/restore.ipynb")  # the URL a user reloads: no ?reset
+    tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"uexec 0: {BASH}")
+    tab.wait_for(timeout=60_000)
+    tab.click()
+    wait_for_lines(terminal, lambda lines: "before-42" in lines, 30, "the scrollback replayed in the restored tab")
+    type_line(page, terminal, "echo after-$((50+5))")
+    wait_for_lines(terminal, lambda lines: "after-55" in lines, 15, "typed input in the restored tab")
+    screenshot_artifact(page, "terminal-tab-restored.png")
+
+
+def test_live_view_header_stops_saying_running_after_a_kernel_restart(lab, page):
+    cells = open_notebook(lab, page, "restart", [f"%%uexec --live -t 300\n{BASH}"])
+    terminal = start_live_shell(page, cells, 1)
+    state = cells.nth(1).locator(".uexec-widget-state")
+    assert state.inner_text() == "running"
+
+    page.locator(".lm-MenuBar-item", has_text="Kernel").click()
+    page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("button.jp-mod-accept").click()
+    wait_until(lambda: state.inner_text() == "disconnected", 30, "the header to stop saying running")
+    wait_for_lines(terminal, lambda lines: "[disconnected from the kernel]" in lines, 10, "the terminal's notice")
+    screenshot_artifact(cells.nth(1), "live-view-after-restart.png")

@@ -42,6 +42,28 @@ ARTIFACTS = REPO / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 800}
 SERVER_START_S = 60
 
+# Records every `resize` the page sends on a kernel websocket (the live view's
+# custom message), so a test waits for the PTY's new size to be on its way
+# instead of racing the view's fit timer.
+RESIZE_RECORDER_JS = r"""
+(() => {
+  const Original = window.WebSocket;
+  const sent = window.__uexecResizes = [];
+  const decoder = new TextDecoder();
+  const pattern = /"type":\s*"resize",\s*"rows":\s*(\d+),\s*"cols":\s*(\d+)/g;
+  class Recording extends Original {
+    send(data) {
+      let text = '';
+      if (typeof data === 'string') text = data;
+      else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) text = decoder.decode(data);
+      for (const m of text.matchAll(pattern)) sent.push([Number(m[1]), Number(m[2])]);
+      return super.send(data);
+    }
+  }
+  window.WebSocket = Recording;
+})();
+"""
+
 
 class Lab:
     """A running `jupyter lab`: its URL, root folder and REST API."""
@@ -247,6 +269,7 @@ def fresh_page(browser, server: Lab):
     """A page in a browser context of its own; afterwards the server's kernels are shut down."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(15_000)
+    context.add_init_script(RESIZE_RECORDER_JS)
     try:
         yield context.new_page()
     finally:

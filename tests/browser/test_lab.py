@@ -176,6 +176,16 @@ def fitted_grid(terminal, unlike: int | None = None):
     return grid if fitted(grid) and grid["cols"] != unlike else None
 
 
+def resizes_sent(page, grid) -> int:
+    """How many `resize` messages for the grid's size the page has sent (conftest's recorder counts them)."""
+    return page.evaluate("([rows, cols]) => window.__uexecResizes.filter(([r, c]) => r === rows && c === cols).length", [grid["rows"], grid["cols"]])
+
+
+def wait_resize_sent(page, grid, more_than: int = 0) -> None:
+    """The view told the PTY the grid's size (again, past `more_than` times): what stty says next is that."""
+    wait_until(lambda: resizes_sent(page, grid) > more_than, 10, f"a resize to {grid['rows']}x{grid['cols']}")
+
+
 def ask_size(page, terminal, tag: str) -> tuple[int, int]:
     """Type `echo TAG=$(stty size)` into the terminal: the PTY's (rows, cols)."""
     type_line(page, terminal, f"echo {tag}=$(stty size)")
@@ -269,9 +279,8 @@ def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
 
     first = last_index(terminal_lines(terminal))
     assert first < 99, "the program had already finished when the cell returned"
-    time.sleep(0.6)
-    second = last_index(terminal_lines(terminal))
-    assert second > first, f"the terminal did not update after the cell returned (line {first}, then {second})"
+    # The cell has returned: any later line reached the view through the live feed.
+    wait_for_lines(terminal, lambda lines: last_index(lines) > first, 10, f"a line after line {first}")
 
     lines = wait_for_lines(terminal, lambda lines: "line 99" in lines, 15, "line 99")
     finished_after = time.monotonic() - started
@@ -292,12 +301,13 @@ def test_terminal_size_follows_the_view_when_the_window_is_resized(lab, page):
     wide = wait_until(lambda: fitted_grid(terminal), 10, "the view to fit its terminal")
     # The view sends the PTY its size at its first fit once attached, 100 ms
     # after `attached` (FIT_DELAY_MS): the grid may be fitted a moment earlier.
-    time.sleep(0.3)
+    wait_resize_sent(page, wide)
     assert ask_size(page, terminal, "wide") == (wide["rows"], wide["cols"]), wide
 
     page.set_viewport_size({"width": 900, "height": 900})
     narrow = wait_until(lambda: fitted_grid(terminal, unlike=wide["cols"]), 10, "the view to refit its terminal")
     assert narrow["cols"] < wide["cols"] - 40, (wide, narrow)
+    wait_resize_sent(page, narrow)
     assert ask_size(page, terminal, "narrow") == (narrow["rows"], narrow["cols"]), (wide, narrow)
 
 
@@ -375,21 +385,22 @@ def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     panel = open_sessions_panel(page)
     # The side panel took room from the notebook: the live view refits.
     live_grid = wait_until(lambda: fitted_grid(live), 10, "the live view to fit its terminal")
-    time.sleep(0.3)  # FIT_DELAY_MS: the resize follows the fit
+    wait_resize_sent(page, live_grid)
     assert ask_size(page, live, "live") == (live_grid["rows"], live_grid["cols"]), live_grid
 
     # A second view of the same session, bigger: the PTY takes its size.
     panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
     tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
     tab_grid = wait_until(lambda: fitted_grid(tab, unlike=live_grid["cols"]), 10, "the tab to fit its terminal")
-    time.sleep(0.3)
+    wait_resize_sent(page, tab_grid)
     assert ask_size(page, tab, "tab") == (tab_grid["rows"], tab_grid["cols"]), tab_grid
 
     # Back in the notebook, the live view is what one looks at and types into.
+    live_sizes_sent = resizes_sent(page, live_grid)
     page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="two_views.ipynb").click()
     again = wait_until(lambda: live.is_visible() and fitted_grid(live), 10, "the live view to show again")
     assert (again["rows"], again["cols"]) == (live_grid["rows"], live_grid["cols"])
-    time.sleep(0.3)
+    wait_resize_sent(page, again, more_than=live_sizes_sent)
     size = ask_size(page, live, "back")
     assert size == (again["rows"], again["cols"]), (again, tab_grid)
 

@@ -25,6 +25,7 @@ from .test_lab import (
     BASH,
     fitted_grid,
     open_notebook,
+    resizes_sent,
     start_live_shell,
     stty_sizes,
     type_line,
@@ -38,41 +39,14 @@ EXTENSION = "unified-exec-kernel"
 LIVE_CELL = f"%%uexec --live -t 500\n{BASH}"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-# Records every `resize` the page sends on a kernel websocket (the live view's
-# custom message), so a test waits for the PTY's new size to be on its way
-# instead of racing the view's fit timer.
-RESIZE_RECORDER_JS = r"""
-(() => {
-  const Original = window.WebSocket;
-  const sent = window.__uexecResizes = [];
-  const decoder = new TextDecoder();
-  const pattern = /"type":\s*"resize",\s*"rows":\s*(\d+),\s*"cols":\s*(\d+)/g;
-  class Recording extends Original {
-    send(data) {
-      let text = '';
-      if (typeof data === 'string') text = data;
-      else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) text = decoder.decode(data);
-      for (const m of text.matchAll(pattern)) sent.push([Number(m[1]), Number(m[2])]);
-      return super.send(data);
-    }
-  }
-  window.WebSocket = Recording;
-})();
-"""
-
 
 # -- what every front end must do ----------------------------------------------
-
-
-def resize_sent(page, grid) -> bool:
-    size = [grid["rows"], grid["cols"]]
-    return size in page.evaluate("() => window.__uexecResizes")
 
 
 def check_size_follows(page, terminal, tag: str, unlike: int | None = None) -> dict:
     """The view fits its room (to a width other than `unlike`), tells the PTY, and `stty size` agrees."""
     grid = wait_until(lambda: fitted_grid(terminal, unlike=unlike), 15, f"the view to fit its terminal ({tag})")
-    wait_until(lambda: resize_sent(page, grid), 10, f"the view to send the PTY {grid['rows']}x{grid['cols']}")
+    wait_until(lambda: resizes_sent(page, grid), 10, f"the view to send the PTY {grid['rows']}x{grid['cols']}")
     type_line(page, terminal, f"echo {tag}=$(stty size)")
     lines = wait_for_lines(terminal, lambda lines: stty_sizes(lines, tag), 15, f"stty's answer ({tag})")
     assert stty_sizes(lines, tag)[-1] == (grid["rows"], grid["cols"]), grid
@@ -128,7 +102,6 @@ def lab_without_extension(tmp_path_factory, chromium_path) -> Lab:
 @pytest.fixture
 def page(browser, lab_without_extension):
     with fresh_page(browser, lab_without_extension) as page:
-        page.add_init_script(RESIZE_RECORDER_JS)
         yield page
 
 
@@ -171,7 +144,6 @@ def test_live_view_works_in_voila(voila, browser):
     voila.write_notebook("dashboard", ["import os; os.environ['PS1'] = '$ '", LIVE_CELL])
     url = f"{voila.url}/voila/render/{urllib.parse.quote('dashboard.ipynb')}"
     with fresh_page(browser, voila) as page:
-        page.add_init_script(RESIZE_RECORDER_JS)
         page.goto(url)
         terminal = page.locator(".uexec-widget .uexec-terminal")
         terminal.wait_for(timeout=60_000)

@@ -20,7 +20,6 @@ from .conftest import Lab, fresh_page, jupyter_server
 from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, start_live_shell, type_line, wait_for_lines, wait_until
 from .test_live_view_anywhere import (
     LIVE_CELL,
-    RESIZE_RECORDER_JS,
     check_replay_after_reload,
     check_typing_and_resizing,
     save_notebook,
@@ -43,7 +42,6 @@ def notebook7(tmp_path_factory, chromium_path) -> Lab:
 def page(browser, notebook7):
     """A fresh context on the Notebook 7 server (named `page` for conftest's failure screenshot)."""
     with fresh_page(browser, notebook7) as page:
-        page.add_init_script(RESIZE_RECORDER_JS)
         yield page
 
 

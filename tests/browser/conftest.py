@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 800}
 SERVER_START_S = 60
+EXTENSION_NAME = "unified-exec-kernel"  # the lab extension, and the npm name in its scripts' URLs
 
 # Records every `resize` the page sends on a kernel websocket (the live view's
 # custom message), so a test waits for the PTY's new size to be on its way
@@ -281,6 +283,31 @@ def fresh_page(browser, server: Lab):
 def page(browser, lab):
     with fresh_page(browser, lab) as page:
         yield page
+
+
+# Our lab extension's scripts, and the widget module as anywidget reports it (by class name, or its own prefix).
+OURS = re.compile(r"unified[-_]exec[-_]kernel|\[anywidget\]")
+
+
+def extension_errors(page) -> list[str]:
+    """Collects, from now on, the page's uncaught errors and console errors/warnings from our code."""
+    errors: list[str] = []
+
+    def on_page_error(error) -> None:
+        text = f"{error.message}\n{error.stack or ''}"
+        if OURS.search(text):
+            errors.append(f"pageerror: {text}")
+
+    def on_console(message) -> None:
+        if message.type not in ("error", "warning"):
+            return
+        text = f"{message.text} @ {message.location.get('url', '')}"
+        if OURS.search(text):
+            errors.append(f"console.{message.type}: {text}")
+
+    page.on("pageerror", on_page_error)
+    page.on("console", on_console)
+    return errors
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -16,7 +16,7 @@ import urllib.parse
 
 import pytest
 
-from .conftest import Lab, fresh_page, jupyter_server
+from .conftest import Lab, extension_errors, fresh_page, jupyter_server
 from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, start_live_shell, type_line, wait_for_lines, wait_until
 from .test_live_view_anywhere import (
     LIVE_CELL,
@@ -27,9 +27,6 @@ from .test_live_view_anywhere import (
 )
 
 pytestmark = pytest.mark.timeout(90)
-
-EXTENSION = "unified-exec-kernel"
-
 
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory, chromium_path) -> Lab:
@@ -43,27 +40,6 @@ def page(browser, notebook7):
     """A fresh context on the Notebook 7 server (named `page` for conftest's failure screenshot)."""
     with fresh_page(browser, notebook7) as page:
         yield page
-
-
-def extension_errors(page) -> list[str]:
-    """Collects, from now on, the page's uncaught errors and console errors/warnings naming the extension."""
-    errors: list[str] = []
-
-    def on_page_error(error) -> None:
-        text = f"{error.message}\n{error.stack or ''}"
-        if EXTENSION in text:
-            errors.append(f"pageerror: {text}")
-
-    def on_console(message) -> None:
-        if message.type not in ("error", "warning"):
-            return
-        text = f"{message.text} @ {message.location.get('url', '')}"
-        if EXTENSION in text:
-            errors.append(f"console.{message.type}: {text}")
-
-    page.on("pageerror", on_page_error)
-    page.on("console", on_console)
-    return errors
 
 
 def open_notebook7(server: Lab, page, name: str, cells: list[str]):

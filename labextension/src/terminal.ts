@@ -116,6 +116,12 @@ export class SessionTerminal {
         this._write(action.text);
         break;
       case 'attached':
+        // The replay was written by a program in a terminal of the PTY's
+        // size (a full-screen one addresses rows and columns): parse it at
+        // that size, then resize to the view as a terminal window resizes.
+        // Parsed at the view's width, it would be wrapped anew.
+        this._term.resize(clamp(action.cols), clamp(action.rows));
+        this._replayAtPtySize = true;
         this._write(action.text);
         // The PTY may have the size another view gave it: send ours.
         this._sentSize = '';
@@ -173,6 +179,13 @@ export class SessionTerminal {
       this._hidden = false;
       this._sentSize = '';
     }
+    if (this._replayAtPtySize) {
+      // xterm parses writes later than `resize` applies: fit once the
+      // replay queued so far has been parsed at the PTY's size.
+      this._replayAtPtySize = false;
+      this._term.write('', () => this._fitAndResize());
+      return;
+    }
     this._fit.fit();
     const rows = clamp(this._term.rows);
     const cols = clamp(this._term.cols);
@@ -196,6 +209,7 @@ export class SessionTerminal {
   private _reattachTimer = 0;
   private _sentSize = '';
   private _hidden = false;
+  private _replayAtPtySize = false;
 }
 
 function clamp(n: number): number {

@@ -545,3 +545,59 @@ def test_live_view_header_stops_saying_running_after_a_kernel_restart(lab, page)
     wait_until(lambda: state.inner_text() == "disconnected", 30, "the header to stop saying running")
     wait_for_lines(terminal, lambda lines: "[disconnected from the kernel]" in lines, 10, "the terminal's notice")
     screenshot_artifact(cells.nth(1), "live-view-after-restart.png")
+
+
+# A full-screen program as `top` is: the alternate screen, every row addressed
+# and drawn to the terminal's full width. It draws once and ignores resizes,
+# so what a view shows afterwards is what a terminal of that size keeps.
+FULL_SCREEN = r'''
+import os, sys, time
+cols, rows = os.get_terminal_size()
+screen = ["\x1b[?1049h\x1b[2J"]
+for row in range(1, rows + 1):
+    screen.append(f"\x1b[{row};1H" + (f"row-{row:02d} " + "=" * cols)[:cols])
+sys.stdout.write("".join(screen) + "\x1b[1;1H")
+sys.stdout.flush()
+time.sleep(600)
+'''
+
+
+def test_a_tab_replays_a_full_screen_program_at_the_size_it_was_drawn_in(lab, page):
+    page.set_viewport_size({"width": 2000, "height": 900})
+    write_script = f"open('full_screen.py', 'w').write({FULL_SCREEN!r}); print('written')"
+    cells = open_notebook(lab, page, "replay_width", [write_script, f"%%uexec --live -t 300\n{BASH}"])
+    run_cell(page, cells, 1)
+    wait_output(cells.nth(1), "written")
+    live = start_live_shell(page, cells, 2)
+    wide = wait_until(lambda: fitted_grid(live), 10, "the live view to fit its terminal")
+    wait_resize_sent(page, wide)
+    type_line(page, live, "python3 full_screen.py")
+    drawn = wait_for_lines(live, lambda lines: lines[0].startswith("row-01 "), 15, "the full-screen program")
+    assert drawn[1].startswith("row-02 "), drawn[:3]
+
+    # Hide the live view (it would give the PTY its new size), then look
+    # from a tab narrower than the screen was drawn.
+    cells.nth(2).locator(".jp-OutputCollapser").click()
+    wait_until(lambda: not live.is_visible(), 5, "the live view to be hidden")
+    page.set_viewport_size({"width": 1100, "height": 900})
+    panel = open_sessions_panel(page)
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    tab.wait_for()
+
+    # The tab's size is the one it gives the PTY once fitted.
+    def narrow_size():
+        sizes = page.evaluate("() => window.__uexecResizes")
+        return sizes[-1] if sizes and sizes[-1][1] < wide["cols"] - 40 else None
+
+    rows, cols = wait_until(narrow_size, 15, "the tab to fit and give the PTY its size")
+    lines = wait_for_lines(tab, lambda lines: len(lines) == rows, 10, f"{rows} rows in the tab")
+
+    # Each row where the program put it, whole (the tab shows its first
+    # columns): not wrapped into blank lines and stray pieces, as a replay
+    # parsed at the tab's width would be.
+    for row in range(1, wide["rows"] + 1):
+        line = lines[row - 1]
+        assert line == (f"row-{row:02d} " + "=" * wide["cols"])[: wide["cols"]], (row, cols, lines[: wide["rows"] + 1])
+    assert not any(lines[wide["rows"]:]), "rows below the drawn screen stay empty"
+    screenshot_artifact(page, "tab-replays-full-screen.png")

@@ -66,9 +66,9 @@ class Execution:
 
 
 class Kernel:
-    def __init__(self, kernel_name: str = "uexec"):
+    def __init__(self, kernel_name: str = "uexec", env: dict[str, str] | None = None):
         self.manager = KernelManager(kernel_name=kernel_name)
-        self.manager.start_kernel()
+        self.manager.start_kernel(**({"env": env} if env is not None else {}))
         self.client = self.manager.blocking_client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)

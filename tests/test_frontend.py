@@ -1,36 +1,66 @@
-"""frontend.py finds the built lab extension where JupyterLab looks for it, and only there."""
+"""The live view's front end: the built anywidget module, or plain text when it was never built."""
 
 from __future__ import annotations
 
-import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
 
 from unified_exec_kernel import frontend
+from unified_exec_kernel.widget import TerminalWidget
+
+from .kernel_harness import Kernel
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+PACKAGE = Path(frontend.__file__).resolve().parent
 
 
-def test_a_built_extension_on_the_data_path_is_found(tmp_path, monkeypatch):
-    folder = tmp_path / "labextensions" / frontend.LABEXTENSION
-    folder.mkdir(parents=True)
-    (folder / "package.json").write_text(json.dumps({"name": frontend.LABEXTENSION}))
-    monkeypatch.setattr(frontend, "jupyter_path", lambda sub: [str(tmp_path / "elsewhere" / sub), str(tmp_path / sub)])
-    assert frontend.labextension_path() == folder
-    assert frontend.frontend_installed()
+@pytest.mark.skipif(not frontend.built(), reason="the front end is not built (no npm at install)")
+def test_the_widget_loads_the_built_module_and_its_styles():
+    assert frontend.esm() == frontend.ESM and frontend.css() == frontend.CSS
+    module = str(TerminalWidget._esm)
+    assert module == frontend.ESM.read_text(encoding="utf-8")
+    # One self-contained ES module: xterm.js is inside, nothing is imported at run time.
+    assert "export{" in module.replace(" ", "") and "xterm" in module
+    assert "import(" not in module and not any(line.startswith("import ") for line in module.splitlines())
+    assert ".xterm" in str(TerminalWidget._css)
 
 
-def test_install_json_alone_is_not_a_built_extension(tmp_path, monkeypatch):
-    # what a Node-less install leaves: the wheel's shared-data maps install.json even when nothing was built
-    folder = tmp_path / "labextensions" / frontend.LABEXTENSION
-    folder.mkdir(parents=True)
-    (folder / "install.json").write_text("{}")
-    monkeypatch.setattr(frontend, "jupyter_path", lambda sub: [str(tmp_path / sub)])
-    assert frontend.labextension_path() is None
-    assert not frontend.frontend_installed()
+def test_without_the_module_the_stand_in_says_why():
+    stand_in = frontend._STAND_IN
+    assert "\n" in stand_in, "a one-line string would be taken for a file name"
+    assert frontend.NOT_BUILT in stand_in and "export default" in stand_in
 
 
-def test_this_environment_has_the_built_extension():
-    # the test environment is installed with Node (README's test command): its extension must be found
-    found = frontend.labextension_path()
-    assert found is not None and json.loads((found / "package.json").read_text())["name"] == frontend.LABEXTENSION
+@pytest.fixture
+def nodeless_copy(tmp_path) -> Path:
+    """The package as a source install without Node leaves it: no static/, no labextension/."""
+    shutil.copytree(PACKAGE, tmp_path / PACKAGE.name, ignore=shutil.ignore_patterns("static", "labextension", "__pycache__"))
+    return tmp_path
 
 
-def test_the_line_says_what_to_install():
-    assert "Node >= 18" in frontend.NOT_BUILT and "reinstall" in frontend.NOT_BUILT and "\n" not in frontend.NOT_BUILT
+def test_a_live_cell_without_the_built_module_shows_the_text_snapshot(nodeless_copy):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(nodeless_copy), os.environ.get("PYTHONPATH", "")]))
+    kernel = Kernel("python3", env=env)
+    try:
+        where = kernel.execute("%load_ext unified_exec_kernel\nimport unified_exec_kernel\nprint(unified_exec_kernel.__file__)")
+        assert where.error is None, where.error
+        assert where.text.strip().startswith(str(nodeless_copy)), where.text
+
+        execution = kernel.execute("%%uexec --live -t 300\nbash --norc -i\n")
+        assert execution.reply["status"] == "ok" and execution.error is None, execution.text
+        displays = [m["content"]["data"] for m in execution.messages if m["msg_type"] == "display_data"]
+        views = [data for data in displays if VIEW in data or "[live terminal:" in data.get("text/plain", "")]
+        assert len(views) == 1, displays
+        assert VIEW not in views[0], "a view that could never render"
+        text = views[0]["text/plain"]
+        assert "[live terminal: session 0 (bash --norc -i), running]" in text, text
+        assert frontend.NOT_BUILT in text, text
+        # The session lives on, and the magics drive it as usual.
+        typed = kernel.execute("%%uexec -s 0 -t 2000\necho typed-$((6*7))\n")
+        assert "typed-42" in typed.text, typed.text
+    finally:
+        kernel.execute("%uexec_kill --all")
+        kernel.shutdown()

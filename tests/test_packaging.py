@@ -459,7 +459,7 @@ sys.path.insert(0, sys.argv[1])
 from tests.kernel_harness import Kernel
 from unified_exec_kernel import frontend
 
-report = {"frontend_installed": frontend.frontend_installed(), "not_built": frontend.NOT_BUILT}
+report = {"frontend_installed": frontend.built(), "not_built": frontend.NOT_BUILT}
 kernel = Kernel("uexec")
 try:
     report["start"] = kernel.run("%%uexec -t 1500\nbash --norc -i\n")

@@ -1,35 +1,42 @@
-"""Is the built front end installed here, and the one line that says how to get it when it is not.
+"""The live view's front end: the anywidget module npm builds into static/, or what stands in for it.
 
-A clone installed without Node gets the Python package but no lab extension
-(build_frontend.py skips the npm build; pip shows that build's line only
-with `-v`). JupyterLab then cannot draw the live view's widget and would show
-"Failed to load model class" where the view should be; the widget shows its
-text snapshot and this line instead. The check is what JupyterLab itself
-reads: an extension folder with a package.json on the Jupyter data path.
+`pip install` builds the module with Node (labextension/, `npm run build:widget`)
+and the wheel ships it, so users need no Node and no extension: anywidget's own
+front end loads it in JupyterLab, Notebook 7, Voilà, VS Code, Colab or marimo.
+A source install without Node has no module; then `TerminalWidget` shows its
+text snapshot instead of a view that could never render (see `built()`), and a
+view rendered anyway (inside a container widget) says why in one line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from jupyter_core.paths import jupyter_path
+STATIC = Path(__file__).resolve().parent / "static"
+ESM = STATIC / "terminal-widget.js"
+CSS = STATIC / "terminal-widget.css"
 
-LABEXTENSION = "unified-exec-kernel"
+NOT_BUILT = "the live view's front end was not built (Node.js was missing at install): reinstall with npm on PATH"
 
-NOT_BUILT = (
-    "[no live view: this package's front end was not built when it was installed (no Node >= 18 then); "
-    "install Node >= 18 and reinstall the package to get it]"
-)
-
-
-def labextension_path() -> Path | None:
-    """The installed, built lab extension of this package, or None."""
-    for base in jupyter_path("labextensions"):
-        folder = Path(base) / LABEXTENSION
-        if (folder / "package.json").is_file():
-            return folder
-    return None
+# Several lines on purpose: anywidget takes a one-line string ending in `.js` for a file name.
+_STAND_IN = f"""// unified-exec-kernel: {NOT_BUILT}
+export default {{
+  render({{ el }}) {{
+    el.textContent = {('[' + NOT_BUILT + ']')!r};
+  }}
+}};
+"""
 
 
-def frontend_installed() -> bool:
-    return labextension_path() is not None
+def built() -> bool:
+    """Whether the module and its styles are there (checked at each display: a rebuild counts at once)."""
+    return ESM.is_file() and CSS.is_file()
+
+
+def esm() -> Path | str:
+    """`_esm` for the widget class: the module's path, or the stand-in's source."""
+    return ESM if built() else _STAND_IN
+
+
+def css() -> Path | str:
+    return CSS if built() else ""

@@ -12,28 +12,21 @@ from __future__ import annotations
 import asyncio
 import shlex
 
-from ipywidgets import DOMWidget
+import anywidget
 from traitlets import Bool, Int, Unicode
 
+from . import frontend
 from .core.manager import UnifiedExecSessionManager
 from .core.models import exit_state
 from .current import current_manager
-from .frontend import NOT_BUILT, frontend_installed
 from .protocol import Endpoint
 from .render import render_terminal_text
 
-MODULE_NAME = "unified-exec-kernel"
-MODULE_VERSION = "^0.1.0"
 WIDGET_MESSAGES = ("attach", "input", "resize")
 
-
-class TerminalWidget(DOMWidget):
-    _model_name = Unicode("TerminalModel").tag(sync=True)
-    _view_name = Unicode("TerminalView").tag(sync=True)
-    _model_module = Unicode(MODULE_NAME).tag(sync=True)
-    _view_module = Unicode(MODULE_NAME).tag(sync=True)
-    _model_module_version = Unicode(MODULE_VERSION).tag(sync=True)
-    _view_module_version = Unicode(MODULE_VERSION).tag(sync=True)
+class TerminalWidget(anywidget.AnyWidget):
+    _esm = frontend.esm()
+    _css = frontend.css()
 
     session_id = Int(help="the session shown").tag(sync=True)
     title = Unicode(help="the session's command").tag(sync=True)
@@ -65,12 +58,12 @@ class TerminalWidget(DOMWidget):
 
     def _repr_mimebundle_(self, **kwargs):
         """Without the front end (an exported notebook), a readable snapshot of the terminal."""
+        bundle, metadata = super()._repr_mimebundle_(**kwargs)
+        note = ""
+        if not frontend.built():
+            bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
         _, scrollback = self._session.scrollback_snapshot()
         snapshot = render_terminal_text(scrollback.decode("utf-8")).rstrip("\n")
         state = exit_state(self.alive, self.exit_code)
-        plain = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]".lstrip("\n")
-        if not frontend_installed():  # installed without Node: the text, not a view that cannot load
-            return {"text/plain": f"{plain}\n{NOT_BUILT}"}
-        bundle = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = plain
-        return bundle
+        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]{note}".lstrip("\n")
+        return bundle, metadata

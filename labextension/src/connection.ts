@@ -1,7 +1,7 @@
 /**
  * One comm on the `unified_exec` target of a kernel: the session list for
- * the Sessions panel, and per-session carriers for the terminal tabs it
- * opens. No DOM.
+ * the Sessions panel, and per-session carriers for the terminal tabs. The
+ * panel and the tabs share one connection per kernel connection. No DOM.
  */
 
 import type { Kernel } from '@jupyterlab/services';
@@ -9,6 +9,7 @@ import type { JSONObject } from '@lumino/coreutils';
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
+import { CarrierBase } from './carrier';
 import {
   asKernelMessage,
   COMM_TARGET,
@@ -19,7 +20,6 @@ import {
   type RequestId,
   type SessionInfo
 } from './protocol';
-import type { Carrier } from './terminal';
 
 export type ConnectionState =
   /** The comm is open, `hello` has not arrived yet. */
@@ -32,8 +32,25 @@ export type ConnectionState =
   /** The kernel restarted, died, or closed the comm. */
   | 'closed';
 
+/** Open connections by kernel connection, so a tab and the panel share one comm. */
+const pool = new WeakMap<Kernel.IKernelConnection, SessionsConnection>();
+
 export class SessionsConnection implements IDisposable {
-  constructor(private readonly _kernel: Kernel.IKernelConnection) {
+  /**
+   * The open connection to `kernel`, or a new one; the caller holds a use
+   * of it until `release()`. One that closed (a restart) is not handed out.
+   */
+  static acquire(kernel: Kernel.IKernelConnection): SessionsConnection {
+    let connection = pool.get(kernel);
+    if (!connection || connection.isDisposed || !connection.isOpen) {
+      connection = new SessionsConnection(kernel);
+      pool.set(kernel, connection);
+    }
+    connection._users++;
+    return connection;
+  }
+
+  private constructor(private readonly _kernel: Kernel.IKernelConnection) {
     _kernel.statusChanged.connect(this._onKernelStatus, this);
     this._comm = _kernel.createComm(COMM_TARGET);
     this._comm.onMsg = msg => this._onMessage(msg.content.data);
@@ -47,6 +64,15 @@ export class SessionsConnection implements IDisposable {
     return this._state;
   }
 
+  /** Connecting or ready: the comm still answers. */
+  get isOpen(): boolean {
+    return this._state === 'connecting' || this._state === 'ready';
+  }
+
+  get kernel(): Kernel.IKernelConnection {
+    return this._kernel;
+  }
+
   /** The kernel's protocol version, once `hello` has said it. */
   get protocolVersion(): number | null {
     return this._protocolVersion;
@@ -56,9 +82,19 @@ export class SessionsConnection implements IDisposable {
     return this._sessions;
   }
 
+  /** The kernel has answered a `list`: `sessions` is what it holds. */
+  get listed(): boolean {
+    return this._listed;
+  }
+
   /** The state or the session list changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  /** The comm was closed for good: nobody uses this connection any more. */
+  get disposed(): ISignal<this, void> {
+    return this._disposed;
   }
 
   /** A request the panel made failed; the text is for the user. */
@@ -84,11 +120,16 @@ export class SessionsConnection implements IDisposable {
   }
 
   /**
-   * A carrier for one session. The kernel keeps one attachment per session
-   * and comm, so the last carrier of a session to go sends `detach`.
+   * A carrier for one session; it holds a use of this connection until it
+   * is disposed. The kernel keeps one attachment per session and comm, so
+   * the last carrier of a session to go sends `detach`.
    */
   carrier(sessionId: number): SessionCarrier {
     const carrier = new SessionCarrier(this, sessionId);
+    this._users++;
+    if (!this.isOpen) {
+      carrier._close('disconnected from the kernel');
+    }
     let group = this._carriers.get(sessionId);
     if (!group) {
       group = new Set();
@@ -98,13 +139,10 @@ export class SessionsConnection implements IDisposable {
     return carrier;
   }
 
-  /**
-   * The panel moved on to another kernel; stay open only as long as a
-   * terminal tab still uses this comm.
-   */
+  /** One use ended (the panel moved on, a tab closed); the last one closes the comm. */
   release(): void {
-    this._released = true;
-    if (this._carriers.size === 0) {
+    this._users--;
+    if (this._users <= 0) {
       this.dispose();
     }
   }
@@ -115,15 +153,19 @@ export class SessionsConnection implements IDisposable {
     }
     this._isDisposed = true;
     this._close('closed', 'the Sessions panel closed its connection');
-    if (this._isOpen()) {
+    if (this._commUsable()) {
       this._comm.close();
     }
+    if (pool.get(this._kernel) === this) {
+      pool.delete(this._kernel);
+    }
+    this._disposed.emit();
     Signal.clearData(this);
   }
 
   /** @internal Used by SessionCarrier. */
   _send(msg: FrontEndMessage): void {
-    if (this._isOpen()) {
+    if (this._commUsable()) {
       this._comm.send(msg as unknown as JSONObject);
     }
   }
@@ -131,14 +173,11 @@ export class SessionsConnection implements IDisposable {
   /** @internal Used by SessionCarrier. */
   _drop(carrier: SessionCarrier): void {
     const group = this._carriers.get(carrier.sessionId);
-    if (!group?.delete(carrier) || group.size > 0) {
-      return;
+    if (group?.delete(carrier) && group.size === 0) {
+      this._carriers.delete(carrier.sessionId);
+      this._send({ type: 'detach', session_id: carrier.sessionId });
     }
-    this._carriers.delete(carrier.sessionId);
-    this._send({ type: 'detach', session_id: carrier.sessionId });
-    if (this._released && this._carriers.size === 0) {
-      this.dispose();
-    }
+    this.release();
   }
 
   private _sendOwn(msg: FrontEndMessage): RequestId {
@@ -168,6 +207,7 @@ export class SessionsConnection implements IDisposable {
       case 'sessions':
         this._forget(msg.request_id);
         this._sessions = [...msg.sessions].sort((a, b) => a.session_id - b.session_id);
+        this._listed = true;
         this._changed.emit();
         this._listAnswered();
         return;
@@ -213,7 +253,7 @@ export class SessionsConnection implements IDisposable {
   }
 
   /** A restart disposes comms, a shutdown the kernel: both then throw on use. */
-  private _isOpen(): boolean {
+  private _commUsable(): boolean {
     return !this._comm.isDisposed && !this._kernel.isDisposed;
   }
 
@@ -232,7 +272,7 @@ export class SessionsConnection implements IDisposable {
   }
 
   private _close(state: ConnectionState, reason: string): void {
-    if (this._state !== 'connecting' && this._state !== 'ready') {
+    if (!this.isOpen) {
       return;
     }
     this._state = state;
@@ -246,28 +286,28 @@ export class SessionsConnection implements IDisposable {
   private readonly _ownRequests = new Set<RequestId>();
   private readonly _changed = new Signal<this, void>(this);
   private readonly _failed = new Signal<this, string>(this);
+  private readonly _disposed = new Signal<this, void>(this);
   private _state: ConnectionState = 'connecting';
   private _protocolVersion: number | null = null;
   private _sessions: SessionInfo[] = [];
+  private _listed = false;
   private _listRequest: RequestId | null = null;
   private _listAgain = false;
-  private _released = false;
+  private _users = 0;
   private _isDisposed = false;
 }
 
 /** The comm, seen by one terminal: filtered to one session, `session_id` added. */
-export class SessionCarrier implements Carrier, IDisposable {
+export class SessionCarrier extends CarrierBase implements IDisposable {
   constructor(
     private readonly _connection: SessionsConnection,
     readonly sessionId: number
-  ) {}
-
-  get received(): ISignal<Carrier, KernelMessage> {
-    return this._received;
+  ) {
+    super();
   }
 
-  get closed(): ISignal<Carrier, string> {
-    return this._closed;
+  get connection(): SessionsConnection {
+    return this._connection;
   }
 
   get isDisposed(): boolean {
@@ -284,20 +324,17 @@ export class SessionCarrier implements Carrier, IDisposable {
     }
     this._isDisposed = true;
     this._connection._drop(this);
-    Signal.clearData(this);
   }
 
   /** @internal */
   _receive(msg: KernelMessage): void {
-    this._received.emit(msg);
+    this.deliver(msg);
   }
 
   /** @internal */
   _close(reason: string): void {
-    this._closed.emit(reason);
+    this.close(reason);
   }
 
-  private readonly _received = new Signal<Carrier, KernelMessage>(this);
-  private readonly _closed = new Signal<Carrier, string>(this);
   private _isDisposed = false;
 }

@@ -1,4 +1,8 @@
-/** The words a person reads about a session, in the terminal and the panel. */
+/**
+ * The words a person reads about a session, in the terminal, the live
+ * view's header and the panel. The kernel's text views say the same
+ * (`running`, `exited with code N`), so a session reads alike everywhere.
+ */
 
 /** `1234567` -> `1.2 MB` (SI units, as the kernel counts bytes). */
 export function formatBytes(bytes: number): string {
@@ -19,22 +23,44 @@ export function skipNotice(bytes: number): string {
   return `[… ${formatBytes(bytes)} skipped …]`;
 }
 
-/** The engine reports a process killed by a signal as minus its number. */
-export function exitNotice(exitCode: number | null): string {
-  if (exitCode === null) {
-    return '[exited]';
-  }
-  return exitCode < 0 ? `[killed by signal ${-exitCode}]` : `[exited with code ${exitCode}]`;
-}
-
-/** `running`, `exited (0)`, `exited (-9)`, or `exited` when the code is unknown. */
-export function stateLabel(alive: boolean, exitCode: number | null): string {
+/**
+ * `running`, `exited with code 3`, `killed by signal 9` (the engine reports
+ * a signal as minus its number), or `exited` when the status was lost.
+ */
+export function sessionState(alive: boolean, exitCode: number | null): string {
   if (alive) {
     return 'running';
   }
-  return exitCode === null ? 'exited' : `exited (${exitCode})`;
+  if (exitCode === null) {
+    return 'exited';
+  }
+  return exitCode < 0 ? `killed by signal ${-exitCode}` : `exited with code ${exitCode}`;
 }
 
+/** The line a terminal shows when its program ends. */
+export function exitNotice(exitCode: number | null): string {
+  return `[${sessionState(false, exitCode)}]`;
+}
+
+/**
+ * A view's state once its carrier may be gone: after a kernel restart the
+ * last word heard was "running", which is no longer known to be true.
+ */
+export function viewState(alive: boolean, exitCode: number | null, connected: boolean): string {
+  return alive && !connected ? 'disconnected' : sessionState(alive, exitCode);
+}
+
+/**
+ * The argv as a shell line that runs it again, quoted as Python's
+ * `shlex.join` quotes it (the live view's title comes from there).
+ */
 export function commandLine(argv: readonly string[]): string {
-  return argv.join(' ');
+  return argv.map(shellQuote).join(' ');
+}
+
+function shellQuote(arg: string): string {
+  if (arg === '') {
+    return "''";
+  }
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'"'"'`)}'`;
 }

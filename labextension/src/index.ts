@@ -1,7 +1,8 @@
 /**
- * The plugins: the ipywidgets module behind Python's `TerminalWidget`, and
- * the "uexec sessions" side panel. Both only use optional services, so the
- * extension loads in Notebook 7 and without `@jupyter-widgets/base`.
+ * The JupyterLab plugin: the "uexec sessions" side panel, its commands, and
+ * terminal tabs the layout restorer brings back. What only JupyterLab (and
+ * Notebook 7) can have; the live view is an anywidget module of the Python
+ * package (src/widget.ts, bundled apart) and needs no extension.
  */
 
 import {
@@ -9,53 +10,130 @@ import {
   type JupyterFrontEnd,
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { Dialog, ICommandPalette, InputDialog, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-import { MODULE_NAME, MODULE_VERSION } from './version';
+import { commandLine, sessionState } from './format';
+import { sessionsIcon } from './icons';
+import type { SessionInfo } from './protocol';
 
-const widgetsPlugin: JupyterFrontEndPlugin<void> = {
-  id: 'unified-exec-kernel:widgets',
-  description: 'Live terminal views for TerminalWidget.',
-  autoStart: true,
-  activate: async (app: JupyterFrontEnd): Promise<void> => {
-    // `@jupyter-widgets/base` is shared from the widget manager, never
-    // bundled: when the manager is not installed, this import fails, and so
-    // must only this plugin. Its registry token is only reachable through it.
-    let base: typeof import('@jupyter-widgets/base');
-    try {
-      base = await import('@jupyter-widgets/base');
-    } catch {
-      console.info(`${MODULE_NAME}: no Jupyter widget manager; TerminalWidget is unavailable`);
-      return;
-    }
-    const registry = await app.resolveOptionalService(base.IJupyterWidgetRegistry);
-    registry?.registerWidget({
-      name: MODULE_NAME,
-      version: MODULE_VERSION,
-      exports: () => import('./widget')
-    });
-  }
-};
+export namespace CommandIDs {
+  export const showSessions = 'uexec:show-sessions';
+  export const openSession = 'uexec:open-session';
+}
+
+/** How long "Open session in a terminal tab" waits for the kernel to list its sessions. */
+const LIST_TIMEOUT_MS = 10_000;
 
 const panelPlugin: JupyterFrontEndPlugin<void> = {
   id: 'unified-exec-kernel:sessions',
   description: 'A side panel listing the uexec sessions of the current notebook kernel.',
   autoStart: true,
-  optional: [INotebookTracker, ILayoutRestorer],
+  optional: [INotebookTracker, ILayoutRestorer, ICommandPalette],
   activate: async (
     app: JupyterFrontEnd,
-    tracker: INotebookTracker | null,
-    restorer: ILayoutRestorer | null
+    notebooks: INotebookTracker | null,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
   ): Promise<void> => {
-    if (!tracker) {
+    if (!notebooks) {
       return;
     }
-    // Loaded on demand like the widget, so xterm.js is not in the start-up path.
-    const { SessionsPanel } = await import('./panel');
-    const panel = new SessionsPanel({ tracker, shell: app.shell });
+    // Loaded on demand, so xterm.js is not in the start-up path.
+    const [{ SessionsPanel }, { TerminalTabs, isTabArgs }] = await Promise.all([
+      import('./panel'),
+      import('./tabs')
+    ]);
+    const tabs = new TerminalTabs(app, notebooks);
+    const panel = new SessionsPanel({ tracker: notebooks, tabs });
+
+    app.commands.addCommand(CommandIDs.showSessions, {
+      label: 'Show uexec sessions',
+      caption: 'The uexec sessions of the current notebook kernel',
+      icon: sessionsIcon,
+      execute: () => app.shell.activateById(panel.id)
+    });
+
+    app.commands.addCommand(CommandIDs.openSession, {
+      label: 'Open session in a terminal tab',
+      caption: 'Show a uexec session of the current notebook kernel in a terminal tab',
+      icon: sessionsIcon,
+      isEnabled: args => isTabArgs(args) || notebooks.currentWidget !== null,
+      execute: async (args: ReadonlyPartialJSONObject) => {
+        if (isTabArgs(args)) {
+          return tabs.open(args);
+        }
+        // From the palette: the current notebook's sessions, through the panel.
+        app.shell.activateById(panel.id);
+        const connection = await whenListed(panel, LIST_TIMEOUT_MS);
+        if (!connection) {
+          await showDialog({
+            title: 'No uexec sessions to open',
+            body: panel.statusText || 'The kernel did not list its sessions.',
+            buttons: [Dialog.okButton()]
+          });
+          return null;
+        }
+        const info = await pickSession(connection.sessions);
+        return info ? tabs.show(connection, info.session_id, commandLine(info.command)) : null;
+      }
+    });
+
+    palette?.addItem({ command: CommandIDs.showSessions, category: 'uexec' });
+    palette?.addItem({ command: CommandIDs.openSession, category: 'uexec' });
+
     app.shell.add(panel, 'right', { rank: 1000 });
-    restorer?.add(panel, panel.id);
+    if (restorer) {
+      restorer.add(panel, panel.id);
+      void restorer.restore(tabs.tracker, {
+        command: CommandIDs.openSession,
+        args: tab => tab.content.args,
+        name: tab => `${tab.content.args.kernelId}:${tab.content.args.sessionId}`
+      });
+    }
   }
 };
 
-export default [widgetsPlugin, panelPlugin];
+/** The panel's connection once it has listed sessions, or null after `timeoutMs`. */
+function whenListed(
+  panel: import('./panel').SessionsPanel,
+  timeoutMs: number
+): Promise<import('./connection').SessionsConnection | null> {
+  return new Promise(resolve => {
+    const done = (): void => {
+      const connection = panel.listed;
+      if (connection || timedOut) {
+        clearTimeout(timer);
+        panel.changed.disconnect(done);
+        resolve(connection && connection.sessions.length ? connection : null);
+      }
+    };
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      done();
+    }, timeoutMs);
+    panel.changed.connect(done);
+    done();
+  });
+}
+
+/** One session: that one; several: the user picks. */
+async function pickSession(sessions: readonly SessionInfo[]): Promise<SessionInfo | null> {
+  if (sessions.length === 1) {
+    return sessions[0];
+  }
+  const label = (info: SessionInfo): string =>
+    `${info.session_id}: ${commandLine(info.command)} (${sessionState(info.alive, info.exit_code)})`;
+  const items = sessions.map(label);
+  const answer = await InputDialog.getItem({
+    title: 'Open session in a terminal tab',
+    items,
+    okLabel: 'Open'
+  });
+  const index = answer.button.accept && answer.value !== null ? items.indexOf(answer.value) : -1;
+  return index >= 0 ? sessions[index] : null;
+}
+
+export default [panelPlugin];

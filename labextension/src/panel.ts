@@ -3,48 +3,39 @@
  * kernel, with buttons to open one in a terminal tab or kill it.
  */
 
-import type { JupyterFrontEnd } from '@jupyterlab/application';
-import { MainAreaWidget } from '@jupyterlab/apputils';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
-import { LabIcon } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
-import { SplitPanel, Widget } from '@lumino/widgets';
+import { Signal, type ISignal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
 
 import { SessionsConnection } from './connection';
-import { commandLine, stateLabel } from './format';
+import { commandLine, sessionState } from './format';
+import { sessionsIcon } from './icons';
 import { PROTOCOL_VERSION, type SessionInfo } from './protocol';
-import { SessionTerminal } from './terminal';
-
-export const sessionsIcon = new LabIcon({
-  name: 'unified-exec-kernel:sessions',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
-    '<path class="jp-icon3" fill="#616161" d="M3 4h18a1 1 0 0 1 1 1v14a1 1 0 0 1-1 1H3a1 1 0 0 1-1-1V5a1 1 0 0 1 1-1zm1 2v12h16V6zm2 2.5L7.4 7l4.5 4.5-4.5 4.5L6 14.6l3.1-3.1zM12 15h6v2h-6z"/>' +
-    '</svg>'
-});
+import type { TerminalTabs } from './tabs';
 
 export namespace SessionsPanel {
   export interface IOptions {
     tracker: INotebookTracker;
-    shell: JupyterFrontEnd.IShell;
+    tabs: TerminalTabs;
   }
 }
 
 /** Kernel states in which a comm can be opened and answered. */
 const REACHABLE: ReadonlySet<Kernel.Status> = new Set(['idle', 'busy']);
 
-let tabCount = 0;
-
 export class SessionsPanel extends Widget {
   constructor(options: SessionsPanel.IOptions) {
     super();
     this._tracker = options.tracker;
-    this._shell = options.shell;
+    this._tabs = options.tabs;
     this.id = 'uexec-sessions-panel';
     this.addClass('uexec-sessions-panel');
     this.title.icon = sessionsIcon;
     this.title.caption = 'uexec sessions';
+    this.title.label = 'uexec';
 
     const header = this.node.appendChild(document.createElement('div'));
     header.className = 'uexec-sessions-header';
@@ -59,13 +50,8 @@ export class SessionsPanel extends Widget {
     this._status.className = 'uexec-sessions-status';
     this._error = this.node.appendChild(document.createElement('div'));
     this._error.className = 'uexec-sessions-error';
-    this._table = this.node.appendChild(document.createElement('table'));
-    this._table.className = 'uexec-sessions-table';
-    const head = this._table.createTHead().insertRow();
-    for (const name of ['id', 'command', 'state', '']) {
-      head.appendChild(document.createElement('th')).textContent = name;
-    }
-    this._rows = this._table.createTBody();
+    this._list = this.node.appendChild(document.createElement('ul'));
+    this._list.className = 'uexec-sessions-list';
 
     this._tracker.currentChanged.connect(this._onNotebookChanged, this);
     this._onNotebookChanged();
@@ -75,8 +61,18 @@ export class SessionsPanel extends Widget {
     if (this.isDisposed) {
       return;
     }
-    this._connection?.release();
+    this._disconnect();
     super.dispose();
+  }
+
+  /** The current notebook's connection, once it has listed its sessions. */
+  get listed(): SessionsConnection | null {
+    return this._connection?.state === 'ready' && this._connection.listed ? this._connection : null;
+  }
+
+  /** The connection changed state or listed its sessions again. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
   }
 
   /** Clicks on the Refresh, Open and Kill buttons (one listener for all). */
@@ -100,7 +96,7 @@ export class SessionsPanel extends Widget {
     if (button.classList.contains('uexec-open')) {
       this._open(info);
     } else if (button.classList.contains('uexec-kill')) {
-      this._connection?.kill(info.session_id);
+      void this._kill(info);
     }
   }
 
@@ -152,19 +148,18 @@ export class SessionsPanel extends Widget {
 
   private _connect(kernel: Kernel.IKernelConnection): void {
     this._kernel = kernel;
-    this._connection = new SessionsConnection(kernel);
+    this._connection = SessionsConnection.acquire(kernel);
     this._connection.changed.connect(this._render, this);
     this._connection.failed.connect(this._onFailed, this);
   }
 
+  // Tabs already open keep their connection; new ones use the next.
   private _disconnect(): void {
     this._connection?.changed.disconnect(this._render, this);
     this._connection?.failed.disconnect(this._onFailed, this);
     this._connection?.release();
     this._connection = null;
     this._kernel = null;
-    // Tabs already open keep their old connection; new ones use the next.
-    this._tabs = new Map();
   }
 
   private _refresh(): void {
@@ -178,39 +173,28 @@ export class SessionsPanel extends Widget {
   }
 
   private _open(info: SessionInfo): void {
+    if (this._connection) {
+      this._tabs.show(this._connection, info.session_id, commandLine(info.command));
+    }
+  }
+
+  /** Killing a running session ends its processes: ask first, as JupyterLab does. */
+  private async _kill(info: SessionInfo): Promise<void> {
     const connection = this._connection;
     if (!connection) {
       return;
     }
-    const id = info.session_id;
-    const existing = this._tabs.get(id);
-    if (existing) {
-      this._shell.activateById(existing.id);
-      return;
-    }
-    const carrier = connection.carrier(id);
-    const tab = new MainAreaWidget({ content: new SessionTerminal({ carrier, sessionId: id }) });
-    tab.id = `uexec-terminal-${++tabCount}`;
-    tab.title.label = `uexec ${id}: ${commandLine(info.command)}`;
-    tab.title.icon = sessionsIcon;
-    tab.title.closable = true;
-    tab.disposed.connect(() => {
-      carrier.dispose();
-      if (this._tabs.get(id) === tab) {
-        this._tabs.delete(id);
+    if (info.alive) {
+      const answer = await showDialog({
+        title: `Kill session ${info.session_id}?`,
+        body: `Every process of “${commandLine(info.command)}” will be ended.`,
+        buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Kill' })]
+      });
+      if (!answer.button.accept) {
+        return;
       }
-    });
-    this._tabs.set(id, tab);
-    this._shell.add(tab, 'main');
-    if (tab.isAttached) {
-      this._shell.activateById(tab.id);
-      return;
     }
-    // Notebook 7's main area holds only its notebook and ignores the add;
-    // its bottom panel takes the terminal instead.
-    this._shell.add(tab, 'down');
-    this._shell.activateById(tab.id);
-    makeRoomBelow(tab);
+    connection.kill(info.session_id);
   }
 
   private _onFailed(_: SessionsConnection, text: string): void {
@@ -225,9 +209,10 @@ export class SessionsPanel extends Widget {
     this._renderName();
     const connection = this._connection;
     const sessions = connection?.state === 'ready' ? connection.sessions : [];
-    this._status.textContent = this._statusText();
-    this._table.hidden = sessions.length === 0;
-    updateRows(this._rows, sessions);
+    this._status.textContent = this.statusText;
+    this._list.hidden = sessions.length === 0;
+    updateRows(this._list, sessions);
+    this._changed.emit();
   }
 
   // The title changes on every focus change: touching only the name keeps
@@ -236,7 +221,8 @@ export class SessionsPanel extends Widget {
     this._notebookName.textContent = this._notebook?.title.label ?? '';
   }
 
-  private _statusText(): string {
+  /** Why no sessions show, or '' when they do. */
+  get statusText(): string {
     if (!this._notebook) {
       return 'Open a notebook to see its uexec sessions.';
     }
@@ -263,75 +249,74 @@ export class SessionsPanel extends Widget {
   }
 
   private readonly _tracker: INotebookTracker;
-  private readonly _shell: JupyterFrontEnd.IShell;
+  private readonly _tabs: TerminalTabs;
   private readonly _notebookName: HTMLElement;
   private readonly _status: HTMLElement;
   private readonly _error: HTMLElement;
-  private readonly _table: HTMLTableElement;
-  private readonly _rows: HTMLTableSectionElement;
+  private readonly _list: HTMLUListElement;
+  private readonly _changed = new Signal<this, void>(this);
   private _notebook: NotebookPanel | null = null;
   private _kernel: Kernel.IKernelConnection | null = null;
   private _connection: SessionsConnection | null = null;
-  private _tabs = new Map<number, MainAreaWidget<SessionTerminal>>();
 }
 
 /**
  * Bring the rows in line with `sessions`, reusing the row of each session:
  * a row replaced between mousedown and mouseup would swallow the click.
  */
-function updateRows(body: HTMLTableSectionElement, sessions: readonly SessionInfo[]): void {
-  const old = new Map(Array.from(body.rows, row => [row.dataset.sessionId, row]));
+function updateRows(list: HTMLUListElement, sessions: readonly SessionInfo[]): void {
+  const rows = (): HTMLElement[] => Array.from(list.children) as HTMLElement[];
+  const old = new Map(rows().map(row => [row.dataset.sessionId, row]));
   sessions.forEach((info, index) => {
     const key = String(info.session_id);
     const row = old.get(key) ?? createRow(key);
     old.delete(key);
     fillRow(row, info);
-    if (body.rows[index] !== row) {
-      body.insertBefore(row, body.rows[index] ?? null);
+    if (rows()[index] !== row) {
+      list.insertBefore(row, rows()[index] ?? null);
     }
   });
   old.forEach(row => row.remove());
 }
 
-function createRow(sessionId: string): HTMLTableRowElement {
-  const row = document.createElement('tr');
+/**
+ * One session per row, as JupyterLab's Running Sessions panel lays out its
+ * items: the command takes the room there is (ending in an ellipsis, whole
+ * in its tooltip), id and state below it, the buttons side by side.
+ */
+function createRow(sessionId: string): HTMLLIElement {
+  const row = document.createElement('li');
   row.className = 'uexec-session-row';
   row.dataset.sessionId = sessionId;
-  for (const name of ['id', 'command', 'state', 'actions']) {
-    row.insertCell().className = `uexec-session-${name}`;
-  }
-  const actions = row.cells[3];
+  const main = row.appendChild(document.createElement('div'));
+  main.className = 'uexec-session-main';
+  const command = main.appendChild(document.createElement('div'));
+  command.className = 'uexec-session-command';
+  const detail = main.appendChild(document.createElement('div'));
+  detail.className = 'uexec-session-detail';
+  detail.appendChild(document.createElement('span')).className = 'uexec-session-id';
+  detail.appendChild(document.createTextNode(' · '));
+  detail.appendChild(document.createElement('span')).className = 'uexec-session-state';
+  const actions = row.appendChild(document.createElement('div'));
+  actions.className = 'uexec-session-actions';
   for (const name of ['open', 'kill']) {
     actions.appendChild(document.createElement('button')).className = `uexec-${name} jp-mod-styled`;
   }
   return row;
 }
 
-function fillRow(row: HTMLTableRowElement, info: SessionInfo): void {
-  const [id, command, state, actions] = Array.from(row.cells);
-  const [open, kill] = Array.from(actions.children) as HTMLButtonElement[];
-  id.textContent = String(info.session_id);
-  command.textContent = command.title = commandLine(info.command);
-  state.textContent = stateLabel(info.alive, info.exit_code);
+function fillRow(row: HTMLElement, info: SessionInfo): void {
+  const part = (name: string): HTMLElement => row.querySelector(`.uexec-${name}`) as HTMLElement;
+  const command = commandLine(info.command);
+  part('session-command').textContent = command;
+  part('session-id').textContent = `session ${info.session_id}`;
+  part('session-state').textContent = sessionState(info.alive, info.exit_code);
+  row.title = `${command}\nsession ${info.session_id}, pid ${info.pid}: ${sessionState(info.alive, info.exit_code)}`;
+  const open = part('open');
   open.textContent = 'Open';
   open.title = 'Show this session in a terminal tab';
   // An exited session stays listed until closed; `kill` closes it.
+  const kill = part('kill');
   kill.textContent = info.alive ? 'Kill' : 'Remove';
   kill.title = info.alive ? 'Kill every process of this session' : 'Forget this exited session';
-}
-
-/**
- * Notebook 7 shows its bottom panel at the height of its tab bar: give the
- * terminal a usable share of the page (the user can still drag the handle).
- */
-function makeRoomBelow(widget: Widget): void {
-  for (let parent = widget.parent; parent; parent = parent.parent) {
-    if (parent instanceof SplitPanel && parent.orientation === 'vertical') {
-      const sizes = parent.relativeSizes();
-      if (sizes.length === 2 && sizes[1] < 0.25) {
-        parent.setRelativeSizes([0.6, 0.4]);
-      }
-      return;
-    }
-  }
 }

@@ -6,13 +6,16 @@
  */
 
 import { exitNotice, skipNotice } from './format';
-import type { KernelMessage, RequestId } from './protocol';
+import type { AttachedMessage, KernelMessage, RequestId } from './protocol';
 
 export type StreamAction =
   /** Append `text` to the terminal. */
   | { kind: 'write'; text: string }
-  /** The view's own `attached` arrived; write `text`, then the view is live. */
-  | { kind: 'attached'; text: string; alive: boolean }
+  /**
+   * The view's own `attached` arrived: write `text`, then the view is live.
+   * The replay that follows was written in a terminal of `rows` x `cols`.
+   */
+  | { kind: 'attached'; text: string; alive: boolean; rows: number; cols: number }
   /** A message was lost: clear the terminal, then `begin` and `attach` again. */
   | { kind: 'reattach' };
 
@@ -42,7 +45,7 @@ export class SessionStream {
   handle(msg: KernelMessage): StreamAction | null {
     switch (msg.type) {
       case 'attached':
-        return this._onAttached(msg.request_id, msg.offset, msg.alive);
+        return this._onAttached(msg);
       case 'data':
         return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
       case 'exited':
@@ -54,20 +57,18 @@ export class SessionStream {
     }
   }
 
-  private _onAttached(
-    requestId: RequestId | null,
-    offset: number,
-    alive: boolean
-  ): StreamAction | null {
+  private _onAttached(msg: AttachedMessage): StreamAction | null {
+    const { offset, alive, rows, cols } = msg;
     // Another view's answer, or a repeat of ours.
-    if (this._state !== 'attaching' || requestId !== this._requestId) {
+    if (this._state !== 'attaching' || msg.request_id !== this._requestId) {
       return null;
     }
     this._state = 'attached';
     this._end = offset;
     this._alive = alive;
     // Older output the kernel no longer keeps is a hole like any other skip.
-    return { kind: 'attached', text: offset > 0 ? this._notice(skipNotice(offset)) : '', alive };
+    const text = offset > 0 ? this._notice(skipNotice(offset)) : '';
+    return { kind: 'attached', text, alive, rows, cols };
   }
 
   private _onData(

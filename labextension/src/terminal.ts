@@ -1,32 +1,17 @@
 /**
- * A Lumino widget showing one session in xterm.js, attached through a
- * carrier: the kernel comm (Sessions panel) or a widget's custom messages.
+ * One session in xterm.js, on a plain DOM node: the same code runs in the
+ * live view (an anywidget module, in any front end) and in JupyterLab's
+ * terminal tabs (wrapped in a Lumino widget by tabs.ts). It opens itself
+ * once its node is in the page with a size, because xterm measures its
+ * font on open.
  */
 
 import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
-import type { Message } from '@lumino/messaging';
-import type { ISignal } from '@lumino/signaling';
-import { Widget } from '@lumino/widgets';
 
-import {
-  nextRequestId,
-  type FrontEndMessage,
-  type KernelMessage
-} from './protocol';
+import type { Carrier } from './carrier';
+import { nextRequestId, type KernelMessage } from './protocol';
 import { SessionStream, type StreamAction } from './stream';
-
-/**
- * How a view talks to one session. The carrier fills in `session_id` where
- * it needs one and delivers only that session's messages (plus answers
- * without a session, such as `error`).
- */
-export interface Carrier {
-  send(msg: FrontEndMessage): void;
-  readonly received: ISignal<Carrier, KernelMessage>;
-  /** Nothing more will arrive; the argument says why, for the user. */
-  readonly closed: ISignal<Carrier, string>;
-}
 
 export namespace SessionTerminal {
   export interface IOptions {
@@ -45,23 +30,16 @@ const FIT_DELAY_MS = 100;
  */
 const REATTACH_DELAY_MS = 300;
 
-/**
- * Output is written once per animation frame; a hidden tab gets no frames,
- * so past this much pending text it is written at once.
- */
-const MAX_PENDING_CHARS = 1 << 20;
-
 const PTY_SIZE_MAX = 1000;
 
-export class SessionTerminal extends Widget {
+export class SessionTerminal {
+  readonly node: HTMLDivElement;
+
   constructor(options: SessionTerminal.IOptions) {
-    super();
-    this.addClass('uexec-terminal');
+    this.node = document.createElement('div');
+    this.node.className = 'uexec-terminal';
     this.node.dataset.sessionId = String(options.sessionId);
     this._carrier = options.carrier;
-    this._carrier.received.connect(this._onMessage, this);
-    this._carrier.closed.connect(this._onClosed, this);
-
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     this._term.loadAddon(this._fit);
     this._term.onData(data => {
@@ -69,43 +47,54 @@ export class SessionTerminal extends Widget {
         this._carrier.send({ type: 'input', data });
       }
     });
-    this._resizeObserver = new ResizeObserver(() => this._scheduleFit());
+    this._stopListening = this._carrier.listen({
+      received: msg => this._onMessage(msg),
+      closed: reason => this._onClosed(reason)
+    });
+    // Fires once the node is laid out in the page, and on every size change.
+    this._resizeObserver = new ResizeObserver(() => this._onResize());
+    this._resizeObserver.observe(this.node);
     // Several views may show one session; the one being typed into gives the
     // PTY its size, even if another view resized it since.
     this.node.addEventListener('focusin', () => this._reclaimSize());
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._resizeObserver.disconnect();
-    window.clearTimeout(this._fitTimer);
-    window.clearTimeout(this._reattachTimer);
-    cancelAnimationFrame(this._frame);
-    this._carrier.received.disconnect(this._onMessage, this);
-    this._carrier.closed.disconnect(this._onClosed, this);
-    this._term.dispose();
-    super.dispose();
+  get isDisposed(): boolean {
+    return this._disposed;
   }
 
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    // xterm measures its font on open, which needs the node in the document;
-    // later re-attachments (a tab moved in the dock) keep the same session.
-    if (!this._opened) {
-      this._opened = true;
-      this._term.options.fontFamily = codeFont(this.node);
-      this._term.open(this.node);
-      this._resizeObserver.observe(this.node);
-      this._attach();
-    }
+  focus(): void {
+    this._term.focus();
+  }
+
+  /** Shown again after being hidden: another view may have resized the PTY. */
+  refit(): void {
     this._scheduleFit();
   }
 
-  protected onActivateRequest(msg: Message): void {
-    super.onActivateRequest(msg);
-    this._term.focus();
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this._resizeObserver.disconnect();
+    window.clearTimeout(this._fitTimer);
+    window.clearTimeout(this._reattachTimer);
+    this._stopListening();
+    this._term.dispose();
+  }
+
+  private _onResize(): void {
+    if (!this._opened) {
+      if (!this.node.isConnected || this.node.clientWidth === 0 || this.node.clientHeight === 0) {
+        return;
+      }
+      this._opened = true;
+      this._term.options.fontFamily = codeFont(this.node);
+      this._term.open(this.node);
+      this._attach();
+    }
+    this._scheduleFit();
   }
 
   private _attach(): void {
@@ -114,7 +103,7 @@ export class SessionTerminal extends Widget {
     this._carrier.send({ type: 'attach', request_id: requestId });
   }
 
-  private _onMessage(_: Carrier, msg: KernelMessage): void {
+  private _onMessage(msg: KernelMessage): void {
     const action = this._stream.handle(msg);
     if (action) {
       this._apply(action);
@@ -127,16 +116,20 @@ export class SessionTerminal extends Widget {
         this._write(action.text);
         break;
       case 'attached':
+        // The replay was written by a program in a terminal of the PTY's
+        // size (a full-screen one addresses rows and columns): parse it at
+        // that size, then resize to the view as a terminal window resizes.
+        // Parsed at the view's width, it would be wrapped anew.
+        this._term.resize(clamp(action.cols), clamp(action.rows));
+        this._replayAtPtySize = true;
         this._write(action.text);
         // The PTY may have the size another view gave it: send ours.
         this._sentSize = '';
         this._scheduleFit();
         break;
       case 'reattach':
-        // Full reset (RIS) through the write queue: `Terminal.reset()` would
-        // run before output xterm has queued but not yet parsed.
-        this._pending = [];
-        this._pendingChars = 0;
+        // Full reset (RIS) through xterm's write queue: `Terminal.reset()`
+        // would run before output xterm has queued but not yet parsed.
         this._write('\x1bc');
         window.clearTimeout(this._reattachTimer);
         this._reattachTimer = window.setTimeout(() => this._attach(), REATTACH_DELAY_MS);
@@ -144,7 +137,7 @@ export class SessionTerminal extends Widget {
     }
   }
 
-  private _onClosed(_: Carrier, reason: string): void {
+  private _onClosed(reason: string): void {
     if (this._closed) {
       return;
     }
@@ -152,33 +145,14 @@ export class SessionTerminal extends Widget {
     this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
   }
 
+  // Straight to xterm, which queues writes and parses them in time slices
+  // of its own (JupyterLab's terminal relies on that too). A batch of our
+  // own per animation frame measured no better in benchmarks/bench_live.py:
+  // keystroke echo p50 19-24 ms and 58-60 fps under a `yes` flood either
+  // way, since the kernel already sends at most one message per frame.
   private _write(text: string): void {
-    if (!text) {
-      return;
-    }
-    if (!this._frame) {
-      // Leading edge: after a quiet frame, write at once (a keystroke's echo
-      // must not wait a frame); the rest of this frame's output is batched.
+    if (text && !this._disposed) {
       this._term.write(text);
-      this._frame = requestAnimationFrame(() => this._flush());
-      return;
-    }
-    this._pending.push(text);
-    this._pendingChars += text.length;
-    if (this._pendingChars > MAX_PENDING_CHARS) {
-      this._flush();
-    } else if (!this._frame) {
-      this._frame = requestAnimationFrame(() => this._flush());
-    }
-  }
-
-  private _flush(): void {
-    cancelAnimationFrame(this._frame);
-    this._frame = 0;
-    if (this._pending.length) {
-      this._term.write(this._pending.join(''));
-      this._pending = [];
-      this._pendingChars = 0;
     }
   }
 
@@ -196,7 +170,7 @@ export class SessionTerminal extends Widget {
     // Hidden (a background tab, a collapsed output) measures as zero, and
     // fitting that would shrink the PTY to 1x2: keep the size until it shows.
     const { clientWidth, clientHeight } = this.node;
-    if (!this._opened || clientWidth === 0 || clientHeight === 0) {
+    if (!this._opened || this._disposed || clientWidth === 0 || clientHeight === 0) {
       this._hidden = true;
       return;
     }
@@ -204,6 +178,13 @@ export class SessionTerminal extends Widget {
       // Shown again: another view may have resized the PTY meanwhile.
       this._hidden = false;
       this._sentSize = '';
+    }
+    if (this._replayAtPtySize) {
+      // xterm parses writes later than `resize` applies: fit once the
+      // replay queued so far has been parsed at the PTY's size.
+      this._replayAtPtySize = false;
+      this._term.write('', () => this._fitAndResize());
+      return;
     }
     this._fit.fit();
     const rows = clamp(this._term.rows);
@@ -220,22 +201,22 @@ export class SessionTerminal extends Widget {
   private readonly _fit = new FitAddon();
   private readonly _stream = new SessionStream();
   private readonly _resizeObserver: ResizeObserver;
+  private readonly _stopListening: () => void;
   private _opened = false;
   private _closed = false;
-  private _pending: string[] = [];
-  private _pendingChars = 0;
-  private _frame = 0;
+  private _disposed = false;
   private _fitTimer = 0;
   private _reattachTimer = 0;
   private _sentSize = '';
   private _hidden = false;
+  private _replayAtPtySize = false;
 }
 
 function clamp(n: number): number {
   return Math.min(PTY_SIZE_MAX, Math.max(1, n));
 }
 
-/** JupyterLab's code font, so the terminal matches the notebook's cells. */
+/** JupyterLab's code font where there is one, so the terminal matches the cells. */
 function codeFont(node: HTMLElement): string {
   return getComputedStyle(node).getPropertyValue('--jp-code-font-family').trim() || 'monospace';
 }

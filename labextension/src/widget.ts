@@ -1,139 +1,109 @@
 /**
- * The ipywidgets face: `TerminalWidget` in Python, a live terminal view in
- * the notebook. The carrier is the widget's own custom messages, which keep
- * flowing after the cell that displayed it has finished.
+ * The live view: the front end of Python's `TerminalWidget`, as an
+ * anywidget module. anywidget's own front end loads it in JupyterLab,
+ * Notebook 7, Voilà, VS Code, Colab or marimo, so no extension of ours is
+ * needed; the bundle (xterm.js included) ships inside the Python package.
+ * The carrier is the widget's custom messages, which keep flowing after the
+ * cell that displayed it has finished.
  */
 
-import {
-  DOMWidgetModel,
-  DOMWidgetView,
-  type WidgetModel
-} from '@jupyter-widgets/base';
-import type { JSONObject } from '@lumino/coreutils';
-import type { Message } from '@lumino/messaging';
-import { Signal } from '@lumino/signaling';
-import { Widget } from '@lumino/widgets';
+import { CarrierBase } from './carrier';
+import { viewState } from './format';
+import { asKernelMessage, type FrontEndMessage } from './protocol';
+import { SessionTerminal } from './terminal';
 
-import { stateLabel } from './format';
-import { asKernelMessage, type FrontEndMessage, type KernelMessage } from './protocol';
-import { SessionTerminal, type Carrier } from './terminal';
-import { MODULE_NAME, MODULE_VERSION } from './version';
-
-export class TerminalModel extends DOMWidgetModel {
-  defaults(): ReturnType<DOMWidgetModel['defaults']> {
-    return {
-      ...super.defaults(),
-      _model_name: 'TerminalModel',
-      _view_name: 'TerminalView',
-      _model_module: MODULE_NAME,
-      _view_module: MODULE_NAME,
-      _model_module_version: MODULE_VERSION,
-      _view_module_version: MODULE_VERSION,
-      session_id: 0,
-      title: '',
-      alive: true,
-      exit_code: null
-    };
-  }
+/** The traits `TerminalWidget` syncs. */
+interface Traits {
+  session_id: number;
+  title: string;
+  alive: boolean;
+  exit_code: number | null;
 }
 
-/** A view's carrier: the widget's custom messages, which all its views receive. */
-class WidgetCarrier implements Carrier {
+type Callback = (...args: any[]) => void;
+
+/**
+ * What anywidget hands a module (its `AnyModel`), reduced to what we use;
+ * `on` also reaches the widget manager's own events (`comm_live_update`).
+ */
+export interface WidgetModel {
+  get<K extends keyof Traits>(name: K): Traits[K];
+  on(name: string, callback: Callback): void;
+  off(name?: string | null, callback?: Callback | null): void;
+  send(content: unknown, callbacks?: unknown, buffers?: unknown[]): void;
+}
+
+/** A view's carrier: every view of the widget receives every message. */
+class WidgetCarrier extends CarrierBase {
   constructor(private readonly _model: WidgetModel) {
-    _model.on('msg:custom', this._onCustom, this);
-    // A kernel restart only marks the comm dead; `close()` in Python closes it.
-    _model.on(
-      'comm_live_update',
-      () => {
-        if (!_model.comm_live) {
-          this._onClose();
-        }
-      },
-      this
-    );
-    _model.on('comm:close', this._onClose, this);
-  }
-
-  get received(): Signal<Carrier, KernelMessage> {
-    return this._received;
-  }
-
-  get closed(): Signal<Carrier, string> {
-    return this._closed;
+    super();
+    _model.on('msg:custom', this._onCustom);
+    // A kernel restart only marks the comm dead (ipywidgets' managers set
+    // `comm_live` to false and never back); `close()` in Python closes it.
+    _model.on('comm_live_update', this._onGone);
+    _model.on('comm:close', this._onGone);
   }
 
   // `session_id` is left out: on this carrier it is the widget's.
   send(msg: FrontEndMessage): void {
-    this._model.send(msg as unknown as JSONObject, {});
+    if (!this.isClosed) {
+      this._model.send(msg);
+    }
   }
 
   dispose(): void {
-    this._model.off(null, null, this);
-    Signal.clearData(this);
+    this._model.off('msg:custom', this._onCustom);
+    this._model.off('comm_live_update', this._onGone);
+    this._model.off('comm:close', this._onGone);
   }
 
-  private _onCustom(content: unknown): void {
+  private readonly _onCustom = (content: unknown): void => {
     const msg = asKernelMessage(content);
     if (msg) {
-      this._received.emit(msg);
+      this.deliver(msg);
     }
-  }
+  };
 
-  private _onClose(): void {
-    this._closed.emit('disconnected from the kernel');
-  }
-
-  private readonly _received = new Signal<Carrier, KernelMessage>(this);
-  private readonly _closed = new Signal<Carrier, string>(this);
+  private readonly _onGone = (): void => {
+    this.close('disconnected from the kernel');
+  };
 }
 
-export class TerminalView extends DOMWidgetView {
-  render(): void {
-    this.el.classList.add('uexec-widget');
-    const header = document.createElement('div');
-    header.className = 'uexec-widget-header';
-    this._title = header.appendChild(document.createElement('span'));
-    this._title.className = 'uexec-widget-title';
-    this._state = header.appendChild(document.createElement('span'));
-    this._state.className = 'uexec-widget-state';
-    this.el.appendChild(header);
-    this.listenTo(this.model, 'change:title change:alive change:exit_code', this._update);
-    this._update();
+const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code'];
 
-    this._carrier = new WidgetCarrier(this.model);
-    this._terminal = new SessionTerminal({
-      carrier: this._carrier,
-      sessionId: this.model.get('session_id')
-    });
+function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
+  el.classList.add('uexec-widget');
+  const header = el.appendChild(document.createElement('div'));
+  header.className = 'uexec-widget-header';
+  const title = header.appendChild(document.createElement('span'));
+  title.className = 'uexec-widget-title';
+  const state = header.appendChild(document.createElement('span'));
+  state.className = 'uexec-widget-state';
+
+  const carrier = new WidgetCarrier(model);
+  const update = (): void => {
+    title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
+    title.title = title.textContent;
+    state.textContent = viewState(model.get('alive'), model.get('exit_code'), !carrier.isClosed);
+  };
+  const stopListening = carrier.listen({ received: () => undefined, closed: update });
+  // One event per call: not every host's model takes a space-separated list.
+  for (const name of TRAIT_EVENTS) {
+    model.on(name, update);
   }
+  update();
 
-  /**
-   * The view's own Lumino widget is told when it enters the document; only
-   * then can xterm measure its font, so the terminal is attached there.
-   */
-  processLuminoMessage(msg: Message): void {
-    super.processLuminoMessage(msg);
-    if (msg.type === 'after-attach' && !this._terminal.isAttached) {
-      Widget.attach(this._terminal, this.el);
-    } else if (msg.type === 'before-detach' && this._terminal.isAttached) {
-      Widget.detach(this._terminal);
+  const terminal = new SessionTerminal({ carrier, sessionId: model.get('session_id') });
+  el.appendChild(terminal.node);
+  return () => {
+    for (const name of TRAIT_EVENTS) {
+      model.off(name, update);
     }
-  }
-
-  remove(): this {
-    this._terminal.dispose();
-    this._carrier.dispose();
-    return super.remove();
-  }
-
-  private _update(): void {
-    const title: string = this.model.get('title');
-    this._title.textContent = title || `uexec ${this.model.get('session_id')}`;
-    this._state.textContent = stateLabel(this.model.get('alive'), this.model.get('exit_code'));
-  }
-
-  private _title!: HTMLElement;
-  private _state!: HTMLElement;
-  private _carrier!: WidgetCarrier;
-  private _terminal!: SessionTerminal;
+    stopListening();
+    terminal.dispose();
+    carrier.dispose();
+    el.replaceChildren();
+  };
 }
+
+export default { render };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { exitNotice, formatBytes, stateLabel } from '../src/format';
+import { commandLine, exitNotice, formatBytes, sessionState, viewState } from '../src/format';
 
 test('formatBytes uses SI units with one decimal', () => {
   assert.equal(formatBytes(1), '1 byte');
@@ -12,12 +12,27 @@ test('formatBytes uses SI units with one decimal', () => {
   assert.equal(formatBytes(3e12), '3.0 TB');
 });
 
-test('exit and state labels', () => {
+test('a session state is worded once, for labels and exit notices alike', () => {
+  assert.equal(sessionState(true, null), 'running');
+  assert.equal(sessionState(false, 0), 'exited with code 0');
+  assert.equal(sessionState(false, 2), 'exited with code 2');
+  assert.equal(sessionState(false, -15), 'killed by signal 15');
+  assert.equal(sessionState(false, null), 'exited');
   assert.equal(exitNotice(0), '[exited with code 0]');
-  assert.equal(exitNotice(2), '[exited with code 2]');
-  assert.equal(exitNotice(-15), '[killed by signal 15]');
+  assert.equal(exitNotice(-9), '[killed by signal 9]');
   assert.equal(exitNotice(null), '[exited]');
-  assert.equal(stateLabel(true, null), 'running');
-  assert.equal(stateLabel(false, 0), 'exited (0)');
-  assert.equal(stateLabel(false, null), 'exited');
+});
+
+test('a view that lost its kernel no longer says running', () => {
+  assert.equal(viewState(true, null, true), 'running');
+  assert.equal(viewState(true, null, false), 'disconnected');
+  // How it ended stays true after the kernel went.
+  assert.equal(viewState(false, 3, false), 'exited with code 3');
+});
+
+test('a command line quotes as shlex.join does', () => {
+  assert.equal(commandLine(['bash', '--norc', '-i']), 'bash --norc -i');
+  assert.equal(commandLine(['bash', '-c', 'sleep 4; exit 3']), "bash -c 'sleep 4; exit 3'");
+  assert.equal(commandLine(['echo', "it's", '']), `echo 'it'"'"'s' ''`);
+  assert.equal(commandLine(['ls', 'a_b@c%d+e=f:g,h./-i']), 'ls a_b@c%d+e=f:g,h./-i');
 });

@@ -59,7 +59,8 @@ describe('SessionStream', () => {
       data(2, 'ls\r\n'),
       data(6, 'é\r\n')
     );
-    assert.deepEqual(actions[0], { kind: 'attached', text: '', alive: true });
+    // The replay's terminal size comes with it: the PTY's, which wrote it.
+    assert.deepEqual(actions[0], { kind: 'attached', text: '', alive: true, rows: 24, cols: 80 });
     assert.equal(written(actions), '$ ls\r\né\r\n');
     // Offsets count UTF-8 bytes: "é" is two.
     assert.equal(stream.end, 10);

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,29 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 VIEWPORT = {"width": 1280, "height": 800}
 SERVER_START_S = 60
+EXTENSION_NAME = "unified-exec-kernel"  # the lab extension, and the npm name in its scripts' URLs
+
+# Records every `resize` the page sends on a kernel websocket (the live view's
+# custom message), so a test waits for the PTY's new size to be on its way
+# instead of racing the view's fit timer.
+RESIZE_RECORDER_JS = r"""
+(() => {
+  const Original = window.WebSocket;
+  const sent = window.__uexecResizes = [];
+  const decoder = new TextDecoder();
+  const pattern = /"type":\s*"resize",\s*"rows":\s*(\d+),\s*"cols":\s*(\d+)/g;
+  class Recording extends Original {
+    send(data) {
+      let text = '';
+      if (typeof data === 'string') text = data;
+      else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) text = decoder.decode(data);
+      for (const m of text.matchAll(pattern)) sent.push([Number(m[1]), Number(m[2])]);
+      return super.send(data);
+    }
+  }
+  window.WebSocket = Recording;
+})();
+"""
 
 
 class Lab:
@@ -100,17 +124,17 @@ class Lab:
                 pass
 
 
-def _wait_ready(lab: Lab) -> None:
+def _wait_ready(lab: Lab, path: str = "/api/status") -> None:
     deadline = time.monotonic() + SERVER_START_S
     while time.monotonic() < deadline:
         if lab.process.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {lab.process.returncode}:\n{lab.log_tail()}")
+            raise RuntimeError(f"the server exited with {lab.process.returncode}:\n{lab.log_tail()}")
         try:
-            lab.api("GET", "/api/status", timeout=2)
-            return
+            with urllib.request.urlopen(f"{lab.url}{path}", timeout=2):
+                return
         except (OSError, urllib.error.URLError):
             time.sleep(0.2)
-    raise RuntimeError(f"jupyter lab not ready after {SERVER_START_S} s:\n{lab.log_tail()}")
+    raise RuntimeError(f"the server was not ready after {SERVER_START_S} s:\n{lab.log_tail()}")
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -149,12 +173,11 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("!", f"BROWSER TESTS SKIPPED: {_skipped_for_want_of_chromium[0]}", red=True, bold=True)
 
 
-@contextlib.contextmanager
-def jupyter_server(base, app: str):
-    """A `jupyter lab` or `jupyter notebook` on loopback, isolated in `base`, always stopped."""
-    root, settings, workspaces, runtime = (base / name for name in ("root", "settings", "workspaces", "runtime"))
-    for folder in (root, settings, workspaces, runtime):
-        folder.mkdir()
+def isolated_env(base: Path) -> dict[str, str]:
+    """This interpreter's environment with JupyterLab's settings, workspaces and runtime files under `base`."""
+    settings, workspaces, runtime = (base / name for name in ("settings", "workspaces", "runtime"))
+    for folder in (settings, workspaces, runtime):
+        folder.mkdir(exist_ok=True)
     # No "get notified about Jupyter news?" toast over the page (Notebook 7 has the same plugin).
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
@@ -167,27 +190,56 @@ def jupyter_server(base, app: str):
         PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
     )
     env.pop("JUPYTER_TOKEN", None)
+    return env
+
+
+def disable_labextension(env: dict[str, str], base: Path, name: str) -> None:
+    """`jupyter labextension disable` in a config dir of its own: only servers started with `env` see it."""
+    config = base / "config"
+    config.mkdir(exist_ok=True)
+    env["JUPYTER_CONFIG_DIR"] = str(config)
+    subprocess.run(
+        [shutil.which("jupyter", path=env["PATH"]) or "jupyter", "labextension", "disable", "--level=user", name],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@contextlib.contextmanager
+def jupyter_server(base, app: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ()):
+    """A `jupyter lab`, `jupyter notebook` or `voila` on loopback, isolated in `base`, always stopped."""
+    root = base / "root"
+    root.mkdir()
+    env = env or isolated_env(base)
     port = free_port()
     jupyter = shutil.which("jupyter", path=env["PATH"]) or "jupyter"
     log = base / f"{app}.log"
+    if app == "voila":
+        # Voilà runs a server of its own: its options, and no tree page but the notebook folder.
+        command = [shutil.which("voila", path=env["PATH"]) or "voila", "--no-browser", "--Voila.ip=127.0.0.1"]
+        command += [f"--Voila.port={port}", "--Voila.port_retries=0", f"--Voila.root_dir={root}"]
+    else:
+        command = [
+            jupyter,
+            app,
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--port-retries=0",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.token=",
+            "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True",
+            # The lab server extension (which also serves /lab/api/news) runs under Notebook 7 too.
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=None",
+        ]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                jupyter,
-                app,
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                "--port-retries=0",
-                f"--ServerApp.root_dir={root}",
-                "--ServerApp.token=",
-                "--ServerApp.password=",
-                "--ServerApp.disable_check_xsrf=True",
-                # The lab server extension (which also serves /lab/api/news) runs under Notebook 7 too.
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--LabApp.news_url=None",
-            ],
+            [*command, *args],
             cwd=root,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -197,7 +249,7 @@ def jupyter_server(base, app: str):
         )
     server = Lab(root, port, process, log)
     try:
-        _wait_ready(server)
+        _wait_ready(server, "/" if app == "voila" else "/api/status")
         yield server
     finally:
         server.shutdown_kernels()
@@ -230,6 +282,7 @@ def fresh_page(browser, server: Lab):
     """A page in a browser context of its own; afterwards the server's kernels are shut down."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(15_000)
+    context.add_init_script(RESIZE_RECORDER_JS)
     try:
         yield context.new_page()
     finally:
@@ -241,6 +294,31 @@ def fresh_page(browser, server: Lab):
 def page(browser, lab):
     with fresh_page(browser, lab) as page:
         yield page
+
+
+# Our lab extension's scripts, and the widget module as anywidget reports it (by class name, or its own prefix).
+OURS = re.compile(r"unified[-_]exec[-_]kernel|\[anywidget\]")
+
+
+def extension_errors(page) -> list[str]:
+    """Collects, from now on, the page's uncaught errors and console errors/warnings from our code."""
+    errors: list[str] = []
+
+    def on_page_error(error) -> None:
+        text = f"{error.message}\n{error.stack or ''}"
+        if OURS.search(text):
+            errors.append(f"pageerror: {text}")
+
+    def on_console(message) -> None:
+        if message.type not in ("error", "warning"):
+            return
+        text = f"{message.text} @ {message.location.get('url', '')}"
+        if OURS.search(text):
+            errors.append(f"console.{message.type}: {text}")
+
+    page.on("pageerror", on_page_error)
+    page.on("console", on_console)
+    return errors
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -12,6 +12,8 @@ import re
 import time
 from pathlib import Path
 
+from .conftest import ARTIFACTS
+
 import pytest
 
 pytestmark = pytest.mark.timeout(90)
@@ -174,6 +176,16 @@ def fitted_grid(terminal, unlike: int | None = None):
     return grid if fitted(grid) and grid["cols"] != unlike else None
 
 
+def resizes_sent(page, grid) -> int:
+    """How many `resize` messages for the grid's size the page has sent (conftest's recorder counts them)."""
+    return page.evaluate("([rows, cols]) => window.__uexecResizes.filter(([r, c]) => r === rows && c === cols).length", [grid["rows"], grid["cols"]])
+
+
+def wait_resize_sent(page, grid, more_than: int = 0) -> None:
+    """The view told the PTY the grid's size (again, past `more_than` times): what stty says next is that."""
+    wait_until(lambda: resizes_sent(page, grid) > more_than, 10, f"a resize to {grid['rows']}x{grid['cols']}")
+
+
 def ask_size(page, terminal, tag: str) -> tuple[int, int]:
     """Type `echo TAG=$(stty size)` into the terminal: the PTY's (rows, cols)."""
     type_line(page, terminal, f"echo {tag}=$(stty size)")
@@ -267,9 +279,8 @@ def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
 
     first = last_index(terminal_lines(terminal))
     assert first < 99, "the program had already finished when the cell returned"
-    time.sleep(0.6)
-    second = last_index(terminal_lines(terminal))
-    assert second > first, f"the terminal did not update after the cell returned (line {first}, then {second})"
+    # The cell has returned: any later line reached the view through the live feed.
+    wait_for_lines(terminal, lambda lines: last_index(lines) > first, 10, f"a line after line {first}")
 
     lines = wait_for_lines(terminal, lambda lines: "line 99" in lines, 15, "line 99")
     finished_after = time.monotonic() - started
@@ -280,7 +291,7 @@ def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
     assert tail == list(range(100 - len(tail), 100)), shown
     wait_for_lines(terminal, lambda lines: "[exited with code 0]" in lines, 10, "the exit notice")
     widget_state = cell.locator(".uexec-widget-state")
-    wait_until(lambda: widget_state.inner_text() == "exited (0)", 10, "the header to say exited (0)")
+    wait_until(lambda: widget_state.inner_text() == "exited with code 0", 10, "the header to say how it ended")
 
 
 def test_terminal_size_follows_the_view_when_the_window_is_resized(lab, page):
@@ -290,12 +301,13 @@ def test_terminal_size_follows_the_view_when_the_window_is_resized(lab, page):
     wide = wait_until(lambda: fitted_grid(terminal), 10, "the view to fit its terminal")
     # The view sends the PTY its size at its first fit once attached, 100 ms
     # after `attached` (FIT_DELAY_MS): the grid may be fitted a moment earlier.
-    time.sleep(0.3)
+    wait_resize_sent(page, wide)
     assert ask_size(page, terminal, "wide") == (wide["rows"], wide["cols"]), wide
 
     page.set_viewport_size({"width": 900, "height": 900})
     narrow = wait_until(lambda: fitted_grid(terminal, unlike=wide["cols"]), 10, "the view to refit its terminal")
     assert narrow["cols"] < wide["cols"] - 40, (wide, narrow)
+    wait_resize_sent(page, narrow)
     assert ask_size(page, terminal, "narrow") == (narrow["rows"], narrow["cols"]), (wide, narrow)
 
 
@@ -326,7 +338,7 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
     wait_until(lambda: rows.count() == 2, 10, "a row per session")
     assert [rows.nth(i).get_attribute("data-session-id") for i in range(2)] == ["0", "1"]
     assert row0.locator(".uexec-session-command").inner_text() == BASH
-    assert row1.locator(".uexec-session-command").inner_text() == "bash -c sleep 4; exit 3"
+    assert row1.locator(".uexec-session-command").inner_text() == "bash -c 'sleep 4; exit 3'"
     assert row0.locator(".uexec-session-state").inner_text() == "running"
     assert row1.locator(".uexec-session-state").inner_text() == "running"
     assert row0.locator(".uexec-kill").inner_text() == "Kill"
@@ -347,8 +359,11 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
     wait_until(lambda: terminal.evaluate("n => n.getBoundingClientRect().width") > 700, 5, "a wide terminal tab")
     doc_screenshot(page, "sessions-panel.png")
 
-    # Kill closes the session: it leaves the list, and its tab says how it ended.
+    # Kill asks first; then it closes the session: it leaves the list, and its tab says how it ended.
     row0.locator(".uexec-kill").click()
+    dialog = page.locator(".jp-Dialog")
+    assert dialog.locator(".jp-Dialog-header").inner_text() == "Kill session 0?"
+    dialog.locator("button.jp-mod-warn", has_text="Kill").click()
     wait_until(lambda: row0.count() == 0, 10, "the killed session's row to go")
     killed = re.compile(r"\[killed by signal \d+\]")
     wait_for_lines(terminal, lambda lines: any(killed.fullmatch(line) for line in lines), 10, "the exit notice")
@@ -356,7 +371,7 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
 
     # A session that ended on its own stays listed, as exited, until removed.
     state1 = row1.locator(".uexec-session-state")
-    wait_until(lambda: state1.inner_text() == "exited (3)", 15, "session 1 to show exited (3)")
+    wait_until(lambda: state1.inner_text() == "exited with code 3", 15, "session 1 to show how it ended")
     remove = row1.locator(".uexec-kill")
     assert remove.inner_text() == "Remove"
     remove.click()
@@ -370,20 +385,219 @@ def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     panel = open_sessions_panel(page)
     # The side panel took room from the notebook: the live view refits.
     live_grid = wait_until(lambda: fitted_grid(live), 10, "the live view to fit its terminal")
-    time.sleep(0.3)  # FIT_DELAY_MS: the resize follows the fit
+    wait_resize_sent(page, live_grid)
     assert ask_size(page, live, "live") == (live_grid["rows"], live_grid["cols"]), live_grid
 
     # A second view of the same session, bigger: the PTY takes its size.
     panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
     tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
     tab_grid = wait_until(lambda: fitted_grid(tab, unlike=live_grid["cols"]), 10, "the tab to fit its terminal")
-    time.sleep(0.3)
+    wait_resize_sent(page, tab_grid)
     assert ask_size(page, tab, "tab") == (tab_grid["rows"], tab_grid["cols"]), tab_grid
 
     # Back in the notebook, the live view is what one looks at and types into.
+    live_sizes_sent = resizes_sent(page, live_grid)
     page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="two_views.ipynb").click()
     again = wait_until(lambda: live.is_visible() and fitted_grid(live), 10, "the live view to show again")
     assert (again["rows"], again["cols"]) == (live_grid["rows"], live_grid["cols"])
-    time.sleep(0.3)
+    wait_resize_sent(page, again, more_than=live_sizes_sent)
     size = ask_size(page, live, "back")
     assert size == (again["rows"], again["cols"]), (again, tab_grid)
+
+
+# -- the Sessions panel as a JupyterLab panel ------------------------------------
+
+LONG_COMMAND = "python3 -c 'import time; time.sleep(600)' --a-long-argument-that-does-not-fit-in-a-side-panel"
+
+
+def workspace_has(lab, prefix: str) -> bool:
+    """The default workspace, as the layout restorer saved it, names a widget starting with `prefix`."""
+    try:
+        data = lab.api("GET", "/lab/api/workspaces/default")["data"]
+    except (OSError, KeyError, TypeError):
+        return False
+    return any(key.startswith(prefix) for key in data)
+
+
+def run_palette_command(page, label: str) -> None:
+    """Ctrl+Shift+C, the command's label, Enter: as a user runs a command."""
+    page.keyboard.press("Control+Shift+C")
+    search = page.locator(".lm-CommandPalette-input")
+    search.wait_for()
+    search.fill(label)
+    item = page.locator(".lm-CommandPalette-item", has_text=label)
+    item.first.wait_for()
+    page.keyboard.press("Enter")
+
+
+def test_sessions_panel_commands_are_in_the_palette(lab, page):
+    cells = open_notebook(lab, page, "palette", [f"%%uexec -t 300\n{BASH}", f"%%uexec -t 300\n{LONG_COMMAND}"])
+    for index in (1, 2):
+        run_cell(page, cells, index)
+        wait_output(cells.nth(index), r"\[session \d+ running")
+
+    page.keyboard.press("Control+Shift+C")
+    page.locator(".lm-CommandPalette-input").fill("uexec")
+    items = page.locator(".lm-CommandPalette-item .lm-CommandPalette-itemLabel")
+    wait_until(lambda: {"Show uexec sessions", "Open session in a terminal tab"} <= set(items.all_inner_texts()), 10, "both commands")
+    screenshot_artifact(page, "palette-commands.png")
+    page.keyboard.press("Escape")
+
+    run_palette_command(page, "Show uexec sessions")
+    panel = page.locator("#uexec-sessions-panel")
+    panel.wait_for()
+    wait_until(lambda: panel.locator(".uexec-session-row").count() == 2, 10, "the panel listing both sessions")
+
+    # Two sessions: the command asks which one.
+    run_palette_command(page, "Open session in a terminal tab")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for()
+    choices = dialog.locator("select option").all_inner_texts()
+    assert choices == [f"0: {BASH} (running)", f"1: {LONG_COMMAND} (running)"], choices
+    dialog.locator("select").select_option(index=1)
+    dialog.locator("button.jp-mod-accept").click()
+    tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="uexec 1: python3")
+    tab.wait_for()
+    assert "lm-mod-current" in tab.get_attribute("class")
+    page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="1"]').wait_for()
+
+
+def screenshot_artifact(target, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    target.screenshot(path=str(ARTIFACTS / name), animations="disabled")
+
+
+def test_sessions_panel_is_readable_at_its_default_width(lab, page):
+    cells = open_notebook(lab, page, "narrow", [f"%%uexec -t 300\n{BASH}", f"%%uexec -t 300\n{LONG_COMMAND}"])
+    for index in (1, 2):
+        run_cell(page, cells, index)
+        wait_output(cells.nth(index), r"\[session \d+ running")
+    panel = open_sessions_panel(page)
+    # The side bar's icon says what it is: JupyterLab has a terminal icon of its own.
+    side_tab = page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="uexec-sessions-panel"]')
+    assert side_tab.locator(".lm-TabBar-tabLabel").inner_text() == "uexec"
+    rows = panel.locator(".uexec-session-row")
+    wait_until(lambda: rows.count() == 2, 10, "a row per session")
+    screenshot_artifact(panel, "sessions-panel-default-width.png")
+
+    box = panel.bounding_box()
+    for index in range(2):
+        row = rows.nth(index)
+        command = row.locator(".uexec-session-command")
+        whole = command.evaluate("n => n.scrollWidth <= n.clientWidth")
+        # A command cut short is whole in the row's tooltip.
+        assert whole or command.inner_text() in (row.get_attribute("title") or ""), row.get_attribute("title")
+        open_box = row.locator(".uexec-open").bounding_box()
+        kill_box = row.locator(".uexec-kill").bounding_box()
+        assert abs(open_box["y"] - kill_box["y"]) < 2, "Open and Kill side by side"
+        assert kill_box["x"] + kill_box["width"] <= box["x"] + box["width"], "Kill inside the panel"
+        assert row.locator(".uexec-session-state").inner_text() == "running"
+    long_row = rows.nth(1)
+    assert not long_row.locator(".uexec-session-command").evaluate("n => n.scrollWidth <= n.clientWidth"), "the long command fits?"
+    assert LONG_COMMAND in long_row.get_attribute("title")
+
+    # Kill asks first when the session runs; Cancel leaves it running.
+    long_row.locator(".uexec-kill").click()
+    dialog = page.locator(".jp-Dialog")
+    assert dialog.locator(".jp-Dialog-header").inner_text() == "Kill session 1?"
+    assert LONG_COMMAND in dialog.locator(".jp-Dialog-body").inner_text()
+    screenshot_artifact(page, "sessions-panel-kill-dialog.png")
+    dialog.locator("button.jp-mod-reject").click()
+    dialog.wait_for(state="detached")
+    panel.locator(".uexec-refresh").click()
+    wait_until(lambda: rows.count() == 2, 5, "both sessions still listed")
+    assert long_row.locator(".uexec-session-state").inner_text() == "running"
+
+
+def test_terminal_tabs_come_back_after_a_reload_attached_again(lab, page):
+    cells = open_notebook(lab, page, "restore", [f"%%uexec -t 300\n{BASH}"])
+    run_cell(page, cells, 1)
+    wait_output(cells.nth(1), r"\[session \d+ running")
+    panel = open_sessions_panel(page)
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    terminal = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    terminal.wait_for()
+    wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
+    type_line(page, terminal, "echo before-$((40+2))")
+    wait_for_lines(terminal, lambda lines: "before-42" in lines, 10, "the answer")
+    wait_until(lambda: workspace_has(lab, "uexec-terminal:"), 15, "the layout to be saved with the tab")
+
+    page.goto(f"{lab.url}/lab/tree/restore.ipynb")  # the URL a user reloads: no ?reset
+    tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"uexec 0: {BASH}")
+    tab.wait_for(timeout=60_000)
+    tab.click()
+    wait_for_lines(terminal, lambda lines: "before-42" in lines, 30, "the scrollback replayed in the restored tab")
+    type_line(page, terminal, "echo after-$((50+5))")
+    wait_for_lines(terminal, lambda lines: "after-55" in lines, 15, "typed input in the restored tab")
+    screenshot_artifact(page, "terminal-tab-restored.png")
+
+
+def test_live_view_header_stops_saying_running_after_a_kernel_restart(lab, page):
+    cells = open_notebook(lab, page, "restart", [f"%%uexec --live -t 300\n{BASH}"])
+    terminal = start_live_shell(page, cells, 1)
+    state = cells.nth(1).locator(".uexec-widget-state")
+    assert state.inner_text() == "running"
+
+    page.locator(".lm-MenuBar-item", has_text="Kernel").click()
+    page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("button.jp-mod-accept").click()
+    wait_until(lambda: state.inner_text() == "disconnected", 30, "the header to stop saying running")
+    wait_for_lines(terminal, lambda lines: "[disconnected from the kernel]" in lines, 10, "the terminal's notice")
+    screenshot_artifact(cells.nth(1), "live-view-after-restart.png")
+
+
+# A full-screen program as `top` is: the alternate screen, every row addressed
+# and drawn to the terminal's full width. It draws once and ignores resizes,
+# so what a view shows afterwards is what a terminal of that size keeps.
+FULL_SCREEN = r'''
+import os, sys, time
+cols, rows = os.get_terminal_size()
+screen = ["\x1b[?1049h\x1b[2J"]
+for row in range(1, rows + 1):
+    screen.append(f"\x1b[{row};1H" + (f"row-{row:02d} " + "=" * cols)[:cols])
+sys.stdout.write("".join(screen) + "\x1b[1;1H")
+sys.stdout.flush()
+time.sleep(600)
+'''
+
+
+def test_a_tab_replays_a_full_screen_program_at_the_size_it_was_drawn_in(lab, page):
+    page.set_viewport_size({"width": 2000, "height": 900})
+    write_script = f"open('full_screen.py', 'w').write({FULL_SCREEN!r}); print('written')"
+    cells = open_notebook(lab, page, "replay_width", [write_script, f"%%uexec --live -t 300\n{BASH}"])
+    run_cell(page, cells, 1)
+    wait_output(cells.nth(1), "written")
+    live = start_live_shell(page, cells, 2)
+    wide = wait_until(lambda: fitted_grid(live), 10, "the live view to fit its terminal")
+    wait_resize_sent(page, wide)
+    type_line(page, live, "python3 full_screen.py")
+    drawn = wait_for_lines(live, lambda lines: lines[0].startswith("row-01 "), 15, "the full-screen program")
+    assert drawn[1].startswith("row-02 "), drawn[:3]
+
+    # Hide the live view (it would give the PTY its new size), then look
+    # from a tab narrower than the screen was drawn.
+    cells.nth(2).locator(".jp-OutputCollapser").click()
+    wait_until(lambda: not live.is_visible(), 5, "the live view to be hidden")
+    page.set_viewport_size({"width": 1100, "height": 900})
+    panel = open_sessions_panel(page)
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    tab.wait_for()
+
+    # The tab's size is the one it gives the PTY once fitted.
+    def narrow_size():
+        sizes = page.evaluate("() => window.__uexecResizes")
+        return sizes[-1] if sizes and sizes[-1][1] < wide["cols"] - 40 else None
+
+    rows, cols = wait_until(narrow_size, 15, "the tab to fit and give the PTY its size")
+    lines = wait_for_lines(tab, lambda lines: len(lines) == rows, 10, f"{rows} rows in the tab")
+
+    # Each row where the program put it, whole (the tab shows its first
+    # columns): not wrapped into blank lines and stray pieces, as a replay
+    # parsed at the tab's width would be.
+    for row in range(1, wide["rows"] + 1):
+        line = lines[row - 1]
+        assert line == (f"row-{row:02d} " + "=" * wide["cols"])[: wide["cols"]], (row, cols, lines[: wide["rows"] + 1])
+    assert not any(lines[wide["rows"]:]), "rows below the drawn screen stay empty"
+    screenshot_artifact(page, "tab-replays-full-screen.png")

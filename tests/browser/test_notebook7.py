@@ -16,13 +16,17 @@ import urllib.parse
 
 import pytest
 
-from .conftest import Lab, fresh_page, jupyter_server
-from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, type_line, wait_for_lines, wait_until
+from .conftest import Lab, extension_errors, fresh_page, jupyter_server
+from .test_lab import BASH, KERNEL_START_S, SETUP, kernel_connected, run_setup_cell, start_live_shell, type_line, wait_for_lines, wait_until
+from .test_live_view_anywhere import (
+    LIVE_CELL,
+    check_replay_after_reload,
+    check_typing_and_resizing,
+    save_notebook,
+    screenshot,
+)
 
 pytestmark = pytest.mark.timeout(90)
-
-EXTENSION = "unified-exec-kernel"
-
 
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory, chromium_path) -> Lab:
@@ -36,27 +40,6 @@ def page(browser, notebook7):
     """A fresh context on the Notebook 7 server (named `page` for conftest's failure screenshot)."""
     with fresh_page(browser, notebook7) as page:
         yield page
-
-
-def extension_errors(page) -> list[str]:
-    """Collects, from now on, the page's uncaught errors and console errors/warnings naming the extension."""
-    errors: list[str] = []
-
-    def on_page_error(error) -> None:
-        text = f"{error.message}\n{error.stack or ''}"
-        if EXTENSION in text:
-            errors.append(f"pageerror: {text}")
-
-    def on_console(message) -> None:
-        if message.type not in ("error", "warning"):
-            return
-        text = f"{message.text} @ {message.location.get('url', '')}"
-        if EXTENSION in text:
-            errors.append(f"console.{message.type}: {text}")
-
-    page.on("pageerror", on_page_error)
-    page.on("console", on_console)
-    return errors
 
 
 def open_notebook7(server: Lab, page, name: str, cells: list[str]):
@@ -121,4 +104,17 @@ def test_live_view_and_sessions_panel_work_in_notebook_7(notebook7, page):
     wait_for_lines(opened, lambda lines: "56" in lines, 10, "56 typed into the opened terminal")
 
     page.wait_for_timeout(200)  # let late events reach the listeners (the sync API delivers them while it waits)
+    assert not errors, "JS errors from the extension:\n" + "\n".join(errors)
+
+
+def test_live_view_types_resizes_and_replays_after_a_reload_in_notebook_7(notebook7, page):
+    errors = extension_errors(page)
+    cells = open_notebook7(notebook7, page, "nb7_reload", [LIVE_CELL])
+    terminal = start_live_shell(page, cells, 1)
+    check_typing_and_resizing(page, terminal)
+    screenshot(cells.nth(1), "live-view-notebook7.png")
+    save_notebook(page, notebook7, "nb7_reload")
+    check_replay_after_reload(page, cells.nth(1))
+    screenshot(cells.nth(1), "live-view-notebook7-reloaded.png")
+    page.wait_for_timeout(200)  # let late events reach the listeners
     assert not errors, "JS errors from the extension:\n" + "\n".join(errors)

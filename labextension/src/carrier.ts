@@ -1,0 +1,63 @@
+/**
+ * How a terminal talks to one session, whatever carries the messages: the
+ * kernel comm (terminal tabs) or a widget's custom messages (the live view).
+ * No DOM and no Lumino, so the live view's bundle stays small and this is
+ * tested under plain node.
+ */
+
+import type { FrontEndMessage, KernelMessage } from './protocol';
+
+export interface CarrierListener {
+  /** A message for this session (or an answer without one, such as `error`). */
+  received(msg: KernelMessage): void;
+  /** Nothing more will arrive; `reason` is for the user. */
+  closed(reason: string): void;
+}
+
+export interface Carrier {
+  /** The carrier fills in `session_id` where it needs one. */
+  send(msg: FrontEndMessage): void;
+  /** Deliver to `listener` until the returned function is called. */
+  listen(listener: CarrierListener): () => void;
+}
+
+/**
+ * The fan-out every carrier needs. It remembers that it closed: a view
+ * created after the kernel went (a tab restored late) still hears why.
+ */
+export abstract class CarrierBase implements Carrier {
+  abstract send(msg: FrontEndMessage): void;
+
+  get isClosed(): boolean {
+    return this._closedReason !== null;
+  }
+
+  listen(listener: CarrierListener): () => void {
+    this._listeners.add(listener);
+    if (this._closedReason !== null) {
+      listener.closed(this._closedReason);
+    }
+    return () => {
+      this._listeners.delete(listener);
+    };
+  }
+
+  protected deliver(msg: KernelMessage): void {
+    for (const listener of [...this._listeners]) {
+      listener.received(msg);
+    }
+  }
+
+  protected close(reason: string): void {
+    if (this._closedReason !== null) {
+      return;
+    }
+    this._closedReason = reason;
+    for (const listener of [...this._listeners]) {
+      listener.closed(reason);
+    }
+  }
+
+  private readonly _listeners = new Set<CarrierListener>();
+  private _closedReason: string | null = null;
+}

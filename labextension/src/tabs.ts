@@ -1,0 +1,269 @@
+/**
+ * Terminal tabs: one session in JupyterLab's main area (in Notebook 7, its
+ * bottom panel). They are tracked by kernel and session id, so the layout
+ * restorer brings them back after a page reload and they attach again.
+ */
+
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import type { INotebookTracker } from '@jupyterlab/notebook';
+import type { Kernel } from '@jupyterlab/services';
+import type { ReadonlyJSONObject, ReadonlyPartialJSONObject } from '@lumino/coreutils';
+import type { Message } from '@lumino/messaging';
+import { SplitPanel, Widget } from '@lumino/widgets';
+
+import { CarrierBase } from './carrier';
+import { SessionsConnection, type SessionCarrier } from './connection';
+import type { FrontEndMessage } from './protocol';
+import { sessionsIcon } from './icons';
+import { SessionTerminal } from './terminal';
+
+/** What a tab is, as saved in the workspace and passed to the open command. */
+export interface TabArgs extends ReadonlyJSONObject {
+  kernelId: string;
+  sessionId: number;
+  /** The session's command line, for the tab's title. */
+  command: string;
+}
+
+export function isTabArgs(args: ReadonlyPartialJSONObject): args is TabArgs {
+  return (
+    typeof args.kernelId === 'string' &&
+    Number.isInteger(args.sessionId) &&
+    typeof args.command === 'string'
+  );
+}
+
+/** How long a restored tab waits for the notebooks to find its kernel among them. */
+const NOTEBOOKS_READY_MS = 30_000;
+
+/**
+ * A tab's carrier: the comm's carrier for the session once the tab knows
+ * its kernel. A restored tab exists before that; what it sends waits.
+ */
+class TabCarrier extends CarrierBase {
+  bind(carrier: SessionCarrier): void {
+    this._carrier = carrier;
+    carrier.listen({
+      received: msg => this.deliver(msg),
+      closed: reason => this.close(reason)
+    });
+    for (const msg of this._queue.splice(0)) {
+      carrier.send(msg);
+    }
+  }
+
+  fail(reason: string): void {
+    this._queue = [];
+    this.close(reason);
+  }
+
+  send(msg: FrontEndMessage): void {
+    if (this._carrier) {
+      this._carrier.send(msg);
+    } else if (!this.isClosed) {
+      this._queue.push(msg);
+    }
+  }
+
+  get connection(): SessionsConnection | null {
+    return this._carrier?.connection ?? null;
+  }
+
+  dispose(): void {
+    this._carrier?.dispose();
+    this._queue = [];
+  }
+
+  private _carrier: SessionCarrier | null = null;
+  private _queue: FrontEndMessage[] = [];
+}
+
+/** The tab's content: the shared terminal, told by Lumino when it shows or gets focus. */
+export class TerminalContent extends Widget {
+  constructor(
+    readonly args: TabArgs,
+    readonly carrier: TabCarrier
+  ) {
+    const terminal = new SessionTerminal({ carrier, sessionId: args.sessionId });
+    super({ node: terminal.node });
+    this._terminal = terminal;
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._terminal.dispose();
+    this.carrier.dispose();
+    super.dispose();
+  }
+
+  protected onActivateRequest(msg: Message): void {
+    super.onActivateRequest(msg);
+    this._terminal.focus();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this._terminal.refit();
+  }
+
+  private readonly _terminal: SessionTerminal;
+}
+
+export type TerminalTab = MainAreaWidget<TerminalContent>;
+
+let tabCount = 0;
+
+export class TerminalTabs {
+  readonly tracker = new WidgetTracker<TerminalTab>({ namespace: 'uexec-terminal' });
+
+  constructor(
+    private readonly _app: JupyterFrontEnd,
+    private readonly _notebooks: INotebookTracker | null
+  ) {}
+
+  /**
+   * Show a session of `connection`'s kernel: the tab already showing it if
+   * it is still live, else a new one. The panel's Open button.
+   */
+  show(connection: SessionsConnection, sessionId: number, command: string): TerminalTab {
+    const args: TabArgs = { kernelId: connection.kernel.id, sessionId, command };
+    const existing = this.tracker.find(
+      tab => tab.content.carrier.connection === connection && tab.content.args.sessionId === sessionId
+    );
+    if (existing && !existing.content.carrier.isClosed) {
+      this._app.shell.activateById(existing.id);
+      return existing;
+    }
+    const tab = this._add(args);
+    tab.content.carrier.bind(connection.carrier(sessionId));
+    return tab;
+  }
+
+  /**
+   * Show a session named by kernel id: how the layout restorer brings a tab
+   * back. The tab is there at once; it attaches when its kernel is found.
+   */
+  open(args: TabArgs): TerminalTab {
+    const existing = this.tracker.find(
+      tab =>
+        tab.content.args.kernelId === args.kernelId &&
+        tab.content.args.sessionId === args.sessionId &&
+        !tab.content.carrier.isClosed
+    );
+    if (existing) {
+      this._app.shell.activateById(existing.id);
+      return existing;
+    }
+    const tab = this._add(args);
+    void this._connect(tab.content.carrier, args);
+    return tab;
+  }
+
+  private _add(args: TabArgs): TerminalTab {
+    const carrier = new TabCarrier();
+    const tab: TerminalTab = new MainAreaWidget({ content: new TerminalContent(args, carrier) });
+    tab.id = `uexec-terminal-${++tabCount}`;
+    tab.title.label = `uexec ${args.sessionId}: ${args.command}`;
+    tab.title.caption = `${tab.title.label}\nkernel ${args.kernelId}`;
+    tab.title.icon = sessionsIcon;
+    tab.title.closable = true;
+    void this.tracker.add(tab);
+    const shell = this._app.shell;
+    shell.add(tab, 'main');
+    if (!tab.isAttached) {
+      // Notebook 7's main area holds only its notebook and ignores the add;
+      // its bottom panel takes the terminal instead.
+      shell.add(tab, 'down');
+      makeRoomBelow(tab);
+    }
+    shell.activateById(tab.id);
+    return tab;
+  }
+
+  private async _connect(carrier: TabCarrier, args: TabArgs): Promise<void> {
+    let kernel: Kernel.IKernelConnection | null;
+    try {
+      kernel = await this._findKernel(args.kernelId);
+    } catch (error) {
+      carrier.fail(`cannot reach kernel ${args.kernelId}: ${error}`);
+      return;
+    }
+    if (!kernel) {
+      carrier.fail(`kernel ${args.kernelId} is gone`);
+      return;
+    }
+    const connection = SessionsConnection.acquire(kernel);
+    if (this._owned.get(args.kernelId) === kernel) {
+      // Our own kernel connection lives as long as the comm on it.
+      connection.disposed.connect(this._onOwnedDone, this);
+    }
+    carrier.bind(connection.carrier(args.sessionId));
+    connection.release(); // the carrier holds its own use
+  }
+
+  private _onOwnedDone(connection: SessionsConnection): void {
+    const kernel = connection.kernel;
+    if (this._owned.get(kernel.id) === kernel) {
+      this._owned.delete(kernel.id);
+    }
+    kernel.dispose();
+  }
+
+  /**
+   * The kernel by id: a notebook's connection to it where one exists (it
+   * follows restarts), else one of our own, closed with its last comm.
+   */
+  private async _findKernel(kernelId: string): Promise<Kernel.IKernelConnection | null> {
+    await this._app.restored;
+    if (this._notebooks) {
+      const ready: Promise<unknown>[] = [];
+      this._notebooks.forEach(panel => ready.push(panel.sessionContext.ready.catch(() => null)));
+      await Promise.race([Promise.all(ready), delay(NOTEBOOKS_READY_MS)]);
+      const notebook = this._notebooks.find(
+        panel => panel.sessionContext.session?.kernel?.id === kernelId
+      );
+      const kernel = notebook?.sessionContext.session?.kernel;
+      if (kernel) {
+        return kernel;
+      }
+    }
+    const owned = this._owned.get(kernelId);
+    if (owned && !owned.isDisposed) {
+      return owned;
+    }
+    const kernels = this._app.serviceManager.kernels;
+    const model = await kernels.findById(kernelId);
+    if (!model) {
+      return null;
+    }
+    const kernel = kernels.connectTo({ model });
+    this._owned.set(kernelId, kernel);
+    return kernel;
+  }
+
+  /** Kernel connections opened for restored tabs whose notebook is not open. */
+  private readonly _owned = new Map<string, Kernel.IKernelConnection>();
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms));
+}
+
+/**
+ * Notebook 7 shows its bottom panel at the height of its tab bar: give the
+ * terminal a usable share of the page (the user can still drag the handle).
+ */
+function makeRoomBelow(widget: Widget): void {
+  for (let parent = widget.parent; parent; parent = parent.parent) {
+    if (parent instanceof SplitPanel && parent.orientation === 'vertical') {
+      const sizes = parent.relativeSizes();
+      if (sizes.length === 2 && sizes[1] < 0.25) {
+        parent.setRelativeSizes([0.6, 0.4]);
+      }
+      return;
+    }
+  }
+}

@@ -23,3 +23,10 @@ def test_updates_slow_down_as_a_wait_goes_on():
     assert _update_interval(0.5) == 0.1
     assert _update_interval(5) == 0.5
     assert _update_interval(30) == 1.0
+
+
+def test_a_cell_says_bytes_where_the_engine_says_tokens():
+    from unified_exec_kernel.cell_output import _TOKENS_MARKER, _bytes_left_out
+
+    text = "head\n…1200 tokens truncated…\ntail\n"
+    assert _TOKENS_MARKER.sub(_bytes_left_out, text) == "head\n[… about 4,800 bytes left out of the middle …]\ntail\n"

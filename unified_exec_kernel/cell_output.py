@@ -10,11 +10,14 @@ shows the whole result and a status line.
 
 from __future__ import annotations
 
+import re
+
 from IPython.display import display
 
 from .core.batcher import Batch, Batcher
 from .core.models import UnifiedExecResult, exit_state
 from .core.session import PtySession
+from .core.truncate import APPROX_BYTES_PER_TOKEN
 from .core.utf8 import newest
 from .render import render_terminal_text
 
@@ -59,7 +62,7 @@ class CellOutput:
 
     def finish(self, result: UnifiedExecResult, *, interrupted: bool = False) -> None:
         """The final update: the whole result, rendered, and its status line."""
-        body = result.output if self.raw else render_terminal_text(result.output)
+        body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, render_terminal_text(result.output))
         if body and not body.endswith("\n"):
             body += "\n"
         self.finish_text(body + status_line(result, interrupted=interrupted))
@@ -75,6 +78,14 @@ class CellOutput:
             self._handle = display(bundle, raw=True, display_id=True)
         else:
             self._handle.update(bundle, raw=True)
+
+
+# The engine's marker counts tokens (a model's unit, as in Codex); a person reads bytes.
+_TOKENS_MARKER = re.compile(r"…(\d+) tokens truncated…")
+
+
+def _bytes_left_out(match: re.Match) -> str:
+    return f"[… about {int(match[1]) * APPROX_BYTES_PER_TOKEN:,} bytes left out of the middle …]"
 
 
 def status_line(result: UnifiedExecResult, *, interrupted: bool = False) -> str:

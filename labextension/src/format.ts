@@ -64,3 +64,8 @@ function shellQuote(arg: string): string {
   }
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'"'"'`)}'`;
 }
+
+/** "build (session 3)" for a named session, "session 3" otherwise: the name is what cells say. */
+export function sessionLabel(info: { session_id: number; name?: string | null }): string {
+  return info.name ? `${info.name} (session ${info.session_id})` : `session ${info.session_id}`;
+}

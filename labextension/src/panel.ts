@@ -11,7 +11,7 @@ import { Signal, type ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { SessionsConnection } from './connection';
-import { commandLine, sessionState } from './format';
+import { commandLine, sessionLabel, sessionState } from './format';
 import { sessionsIcon } from './icons';
 import { PROTOCOL_VERSION, type SessionInfo } from './protocol';
 import type { TerminalTabs } from './tabs';
@@ -309,9 +309,10 @@ function fillRow(row: HTMLElement, info: SessionInfo): void {
   const part = (name: string): HTMLElement => row.querySelector(`.uexec-${name}`) as HTMLElement;
   const command = commandLine(info.command);
   part('session-command').textContent = command;
-  part('session-id').textContent = `session ${info.session_id}`;
+  const label = sessionLabel(info);
+  part('session-id').textContent = label;
   part('session-state').textContent = sessionState(info.alive, info.exit_code);
-  row.title = `${command}\nsession ${info.session_id}, pid ${info.pid}: ${sessionState(info.alive, info.exit_code)}`;
+  row.title = `${command}\n${label}, pid ${info.pid}: ${sessionState(info.alive, info.exit_code)}`;
   const open = part('open');
   open.textContent = 'Open';
   open.title = 'Show this session in a terminal tab';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { commandLine, exitNotice, formatBytes, sessionState, viewState } from '../src/format';
+import { commandLine, exitNotice, formatBytes, sessionLabel, sessionState, viewState } from '../src/format';
 
 test('formatBytes uses SI units with one decimal', () => {
   assert.equal(formatBytes(1), '1 byte');
@@ -36,3 +36,10 @@ test('a command line quotes as shlex.join does', () => {
   assert.equal(commandLine(['echo', "it's", '']), `echo 'it'"'"'s' ''`);
   assert.equal(commandLine(['ls', 'a_b@c%d+e=f:g,h./-i']), 'ls a_b@c%d+e=f:g,h./-i');
 });
+
+test('a named session is labelled by its name, the id beside it', () => {
+  assert.equal(sessionLabel({ session_id: 3, name: 'build' }), 'build (session 3)');
+  assert.equal(sessionLabel({ session_id: 0, name: null }), 'session 0');
+  assert.equal(sessionLabel({ session_id: 7 }), 'session 7');
+});
+

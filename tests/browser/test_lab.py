@@ -86,9 +86,13 @@ def wait_for_lines(terminal, predicate, timeout: float, what: str) -> list[str]:
 
 
 def type_line(page, terminal, text: str) -> None:
-    """Focus the terminal as a user does (a click), then type a line."""
+    """Focus the terminal as a user does (a click), then type a line, a key every 15 ms.
+
+    (At Playwright's default, no pause at all, a loaded machine once showed a
+    restored tab take two keys in swapped order: faster than any person types.)
+    """
     terminal.click()
-    page.keyboard.type(text)
+    page.keyboard.type(text, delay=15)
     page.keyboard.press("Enter")
 
 

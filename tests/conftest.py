@@ -40,6 +40,18 @@ def wait_gone(leader: int, timeout: float = 10) -> list[int]:
     return left
 
 
+def processes_marked(variable: str, value: str) -> list[psutil.Process]:
+    """Live processes whose environment says `variable=value`: everything a test's sandbox started."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(variable) == value:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
 def free_port() -> int:
     """A loopback port nobody listens on now."""
     with socket.socket() as sock:

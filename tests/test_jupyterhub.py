@@ -46,7 +46,7 @@ import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from .conftest import free_port, kill_processes, session_processes
+from .conftest import free_port, kill_processes, processes_marked, session_processes
 from .kernel_ws import Channels
 
 USERS = ("alice", "bob")
@@ -127,14 +127,7 @@ def proxy_command() -> str:
 
 
 def _marked(value: str) -> list[psutil.Process]:
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(MARK) == value:
-                found.append(process)
-        except (psutil.Error, OSError):
-            continue
-    return found
+    return processes_marked(MARK, value)
 
 
 def _owned_by(user: str) -> list[psutil.Process]:

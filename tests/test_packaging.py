@@ -35,7 +35,7 @@ import nbformat
 import psutil
 import pytest
 
-from .conftest import kill_processes
+from .conftest import kill_processes, processes_marked
 
 REPO = Path(__file__).resolve().parent.parent
 TOUR = REPO / "examples" / "tour.ipynb"
@@ -102,15 +102,7 @@ def _require_free_port() -> None:
 
 
 def _marked(value: str) -> list[psutil.Process]:
-    """Live processes whose environment carries this test's marker."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(MARK) == value:
-                found.append(process)
-        except (psutil.Error, OSError):
-            continue
-    return found
+    return processes_marked(MARK, value)
 
 
 def _describe(processes: list[psutil.Process]) -> list[str]:

@@ -1,7 +1,6 @@
 """Wait conditions: a pattern, quiet, a finished command, the exit, the timeout, an interrupt; and watches."""
 
 import asyncio
-import time
 
 import pytest
 

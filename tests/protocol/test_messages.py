@@ -1,15 +1,15 @@
 import pytest
 
-from unified_exec_kernel.protocol.messages import MAX_INPUT_BYTES, BadRequest, input_text, optional_int, required_int, request_id, terminal_size
+from unified_exec_kernel.protocol.messages import MAX_INPUT_BYTES, BadRequest, input_text, optional_int, request_id, session_key, terminal_size
 
 
 def test_integers_are_checked_and_booleans_are_not_integers():
     assert optional_int({}, "session_id") is None
-    assert required_int({"rows": 3}, "rows") == 3
+    assert optional_int({"rows": 3}, "rows") == 3 and session_key({"session_id": 3}) == 3
     with pytest.raises(BadRequest, match="session_id must be an integer or null"):
         optional_int({"session_id": True}, "session_id")
     with pytest.raises(BadRequest, match="session_id is required"):
-        required_int({}, "session_id")
+        session_key({})
 
 
 def test_input_is_a_bounded_string():

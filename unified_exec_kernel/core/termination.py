@@ -5,7 +5,8 @@ next look, so the loop (`terminate`, awaiting) and a thread that must not
 touch the loop (`terminate_blocking`: ipykernel's control thread, atexit)
 run the very same escalation. Only live members are signalled: a reaped
 leader's pid may already belong to somebody else, but a session id is not
-reused while any member of the session lives.
+reused while any member of the session lives, and each signal goes through a
+pidfd checked against the session (`procs.signal_members`, as the guardian does).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ KILL_ROUNDS = 20
 
 def _steps(leaders: Sequence[int], grace: float) -> Iterator[float]:
     members = procs.session_members(leaders)
-    for pids in members.values():
-        procs.signal_pids(pids, HANGUP_SIGNALS)
+    _signal(members, HANGUP_SIGNALS)
     deadline = time.monotonic() + grace
     delay = 0.005
     while _any(members) and time.monotonic() < deadline:
@@ -33,9 +33,15 @@ def _steps(leaders: Sequence[int], grace: float) -> Iterator[float]:
     for _ in range(KILL_ROUNDS):
         if not _any(members):
             return
-        procs.signal_pids([pid for pids in members.values() for pid in pids], [signal.SIGKILL])
+        _signal(members, [signal.SIGKILL])
         yield 0.01
         members = procs.session_members(leaders)
+
+
+def _signal(members: dict[int, list[int]], signals) -> None:
+    # Checked against the session through a pidfd: the guardian signals the same way.
+    for session_id, pids in members.items():
+        procs.signal_members(session_id, pids, signals)
 
 
 def _any(members: dict[int, list[int]]) -> bool:

@@ -95,13 +95,6 @@ def optional_int(data: dict, field: str) -> int | None:
     return value
 
 
-def required_int(data: dict, field: str) -> int:
-    value = optional_int(data, field)
-    if value is None:
-        raise BadRequest(f"{field} is required")
-    return value
-
-
 def timeout_ms(data: dict) -> int | None:
     return optional_ms(data, "timeout_ms")
 

@@ -84,7 +84,12 @@ async def test_the_guardian_stands_apart_from_the_kernel():
         pipe = f"pipe:[{os.fstat(write_end).st_ino}]"
 
         def settled():
-            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            links = []
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+                except FileNotFoundError:
+                    pass  # closed between the listing and the look: it is starting up, closing what it inherited
             return pipe not in links and os.readlink(f"/proc/{pid}/cwd") == "/"
 
         await async_wait_until(settled)

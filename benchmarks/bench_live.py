@@ -2,6 +2,7 @@
 
     python benchmarks/bench_live.py                          # all cases
     python benchmarks/bench_live.py keys_kernel flood_view   # some
+    python benchmarks/bench_live.py keys_browser keys_protocol keys_terminal  # the echo against JupyterLab's terminal
     python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
 
 Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
@@ -28,6 +29,12 @@ responsiveness.
   the package's server extension (unified_exec_kernel/server_extension.py,
   TCP_NODELAY on kernel websockets), to show what Nagle plus the browser's
   delayed ACK cost the echo, which follows a `status` frame.
+- keys_protocol: keys_browser again, with the benchmark's kernel publishing no
+  `busy`/`idle` status for comm messages (ipykernel sends both around every
+  shell message, so a keystroke in a live view brings two status frames
+  ahead of its echo, and JupyterLab redraws its status bar for each). This
+  measures what the Jupyter protocol's status messages cost the echo; the
+  product never runs so (front ends wait on `idle`).
 - keys_terminal: the baseline for keys_browser, JupyterLab's own terminal
   (terminado) in the same lab and Chromium: a terminal opened in a page of
   its own (JupyterLab's `terminal:open` command), `exec cat` in it, the
@@ -662,10 +669,59 @@ def _start_terminal(lab: Lab, cell: int) -> str:
 
 
 def keys_browser() -> dict:
+    return _live_view_keys(_get_lab())
+
+
+# keys_protocol: ipykernel publishes `busy` and `idle` on iopub around every shell message, a comm message carrying
+# one keystroke included; each is a frame the server forwards and the page handles (JupyterLab's status bar and
+# execution indicator redraw) ahead of the echo's frame. To measure what they cost, the benchmark's kernel stops
+# publishing them for comm messages, for this case only. The product never does this: front ends wait on `idle`
+# (JupyterLab keeps a message's future until it comes), and the protocol asks for both around every request.
+QUIET_COMM_STATUS = r"""
+def _bench_quiet_comm_status(kernel=get_ipython().kernel):
+    publish = type(kernel)._publish_status
+    def quiet(self, status, channel, parent=None):
+        header = (parent or self.get_parent(channel) or {}).get("header", {})
+        if header.get("msg_type") != "comm_msg":
+            publish(self, status, channel, parent)
+    kernel._publish_status = quiet.__get__(kernel)
+_bench_quiet_comm_status()
+del _bench_quiet_comm_status
+"""
+RESTORE_STATUS = "get_ipython().kernel.__dict__.pop('_publish_status', None)"
+RUN_IN_KERNEL_JS = """
+async code => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const reply = await kernel.requestExecute({ code, silent: true, store_history: false }).done;
+  return reply.content.status;
+}
+"""
+
+
+def keys_protocol() -> dict:
     lab = _get_lab()
+    status = lab.page.evaluate(RUN_IN_KERNEL_JS, QUIET_COMM_STATUS)
+    assert status == "ok", f"patching the benchmark's kernel: {status}"
+    try:
+        return _live_view_keys(lab)
+    finally:
+        lab.page.evaluate(RUN_IN_KERNEL_JS, RESTORE_STATUS)
+
+
+def _live_view_keys(lab: Lab) -> dict:
+    """keys_browser's measurement: a new `cat` in cell 0's live view, typed into; timed in the page."""
     page = lab.page
-    rows = _start_terminal(lab, 0)
-    terminal = rows.replace(" .xterm-rows", "")
+    before = page.evaluate("() => [...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')]"
+                           ".map(t => t.dataset.sessionId)")
+    lab.run_cell(0)
+    page.wait_for_function(
+        "old => [...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')]"
+        ".some(t => !old.includes(t.dataset.sessionId))", arg=before, timeout=60_000)
+    sid = page.evaluate("old => [...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')]"
+                        ".map(t => t.dataset.sessionId).find(s => !old.includes(s))", before)
+    terminal = f'[data-bench-cell="0"] .uexec-terminal[data-session-id="{sid}"]'
+    rows = f"{terminal} .xterm-rows"
+    page.locator(rows).wait_for(state="attached", timeout=60_000)
     page.wait_for_timeout(600)  # the cell's 500 ms wait ends; the view stays live
     page.locator(terminal).click()
     page.wait_for_function(
@@ -674,7 +730,7 @@ def keys_browser() -> dict:
     )
     cells_before = page.locator(".jp-Notebook .jp-Cell").count()
     lab.key_probe("term", rows)
-    page.evaluate("() => { window.__wsLog.on = true; }")
+    page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], on: true }); }")
     rng = random.Random(5)
     records, prefix = [], ""
     for index in range(BROWSER_KEYS):
@@ -694,20 +750,9 @@ def keys_browser() -> dict:
     floor = page.evaluate(KERNEL_INFO_JS, [BROWSER_FLOOR_RUNS, BROWSER_KEY_GAP_S * 1000])
     assert page.locator(".jp-Notebook .jp-Cell").count() == cells_before, "a key reached a notebook shortcut"
 
-    total, to_send, round_trip, to_dom = [], [], [], []
-    for record in records:
-        total.append((record["seen"] - record["down"]) / 1000)
-        sent = next((s for s in log["sent"] if s["t"] >= record["down"] - 1 and s["d"] == record["ch"]), None)
-        recv = next((r for r in log["recv"] if sent and r["t"] >= sent["t"] and record["ch"] in (r["d"] or "")), None)
-        if sent and recv and recv["t"] <= record["seen"]:
-            to_send.append((sent["t"] - record["down"]) / 1000)
-            round_trip.append((recv["t"] - sent["t"]) / 1000)
-            to_dom.append((record["seen"] - recv["t"]) / 1000)
     return {
-        "total": _summary(total),
-        "to_send": _summary(to_send) if to_send else None,
-        "round_trip": _summary(round_trip) if round_trip else None,
-        "to_dom": _summary(to_dom) if to_dom else None,
+        "total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]),
+        **_split(records, log),
         "handler_delay": _summary([(r["handler"] - r["down"]) / 1000 for r in records]),
         "floor": _summary([t / 1000 for t in floor]),
     }
@@ -951,8 +996,8 @@ def flood_view() -> dict:
     }
 
 
-CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_terminal": keys_terminal,
-         "flood_view": flood_view}
+CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_protocol": keys_protocol,
+         "keys_terminal": keys_terminal, "flood_view": flood_view}
 
 
 # -- report ----------------------------------------------------------------------
@@ -969,16 +1014,24 @@ def report_keys_kernel(f: dict) -> None:
     )
 
 
+def _split_text(f: dict, sent: str, received: str, shown: str) -> str:
+    """keydown -> `sent` frame -> `received` frame -> `shown`, p50s, or '' when no key's frames were found."""
+    if not f["to_send"]:
+        return ""
+    return (
+        f"; split, p50: keydown -> {sent} frame sent {f['to_send']['p50']:.1f} ms, sent -> {received} frame received "
+        f"{f['round_trip']['p50']:.1f} ms (p99 {f['round_trip']['p99']:.1f}), received -> {shown} "
+        f"{f['to_dom']['p50']:.1f} ms (p99 {f['to_dom']['p99']:.1f}) [n={f['to_send']['n']}]"
+    )
+
+
 def report_keys_browser(f: dict) -> None:
     total, floor = f["total"], f["floor"]
-    parts = ""
-    if f["to_send"]:
-        parts = (
-            f"; split, p50: keydown -> input frame sent {f['to_send']['p50']:.1f} ms, sent -> echo frame received "
-            f"{f['round_trip']['p50']:.1f} ms (p99 {f['round_trip']['p99']:.1f}), received -> in the DOM "
-            f"{f['to_dom']['p50']:.1f} ms (p99 {f['to_dom']['p99']:.1f}) [n={f['to_send']['n']}]; floor, the same "
-            f"websocket's kernel_info round trip (no uexec; a shell reply, not queued behind an iopub status frame) "
-            f"p50 {floor['p50']:.1f} ms (p99 {floor['p99']:.1f}; n={floor['n']}): echo frame "
+    parts = _split_text(f, "input", "echo", "in the DOM")
+    if parts:
+        parts += (
+            f"; floor, the same websocket's kernel_info round trip (no uexec; a shell reply, not queued behind an "
+            f"iopub status frame) p50 {floor['p50']:.1f} ms (p99 {floor['p99']:.1f}; n={floor['n']}): echo frame "
             f"{f['round_trip']['p50'] / floor['p50']:.2f}x that floor"
         )
     print(
@@ -989,15 +1042,25 @@ def report_keys_browser(f: dict) -> None:
     )
 
 
+def report_keys_protocol(f: dict) -> None:
+    total = f["total"]
+    parts = _split_text(f, "input", "echo", "in the DOM")
+    live = _figures.get("keys_browser")
+    cost = ""
+    if live is not None:
+        cost = (
+            f"; so busy/idle per keystroke cost the live view p50 {live['total']['p50'] - total['p50']:.1f} ms of its "
+            f"{live['total']['p50']:.1f}"
+        )
+    print(
+        f"keys in the browser, the kernel publishing no busy/idle for comm messages (a measurement of the protocol's "
+        f"cost, not how the product runs), as keys_browser: {_fmt(total)}{parts}{cost}"
+    )
+
+
 def report_keys_terminal(f: dict) -> None:
     total = f["total"]
-    parts = ""
-    if f["round_trip"]:
-        parts = (
-            f"; split, p50: keydown -> stdin frame sent {f['to_send']['p50']:.1f} ms, sent -> stdout frame received "
-            f"{f['round_trip']['p50']:.1f} ms (p99 {f['round_trip']['p99']:.1f}), received -> painted "
-            f"{f['to_dom']['p50']:.1f} ms (p99 {f['to_dom']['p99']:.1f}) [n={f['round_trip']['n']}]"
-        )
+    parts = _split_text(f, "stdin", "stdout", "painted")
     print(
         f"keys in JupyterLab's own terminal (terminado; same lab and Chromium, `cat`, keydown timeStamp -> the frame "
         f"xterm paints the echo in, {f['renderer']} renderer, {f['size']}), {total['n']} keys every >= "
@@ -1014,6 +1077,12 @@ def report_keys_terminal(f: dict) -> None:
         f"{total['p50']:.1f} ms = {ratio:.2f} (goal <= 1.0: {verdict}); p99 {live['total']['p99']:.1f} / "
         f"{total['p99']:.1f} ms = {live['total']['p99'] / total['p99']:.2f}"
     )
+    quiet = _figures.get("keys_protocol")
+    if quiet is not None:
+        print(
+            f"without busy/idle per keystroke (keys_protocol) / terminado: p50 {quiet['total']['p50']:.1f} / "
+            f"{total['p50']:.1f} ms = {quiet['total']['p50'] / total['p50']:.2f}"
+        )
 
 
 def _long_tasks(w: dict) -> str:
@@ -1051,7 +1120,7 @@ def report_flood_view(f: dict) -> None:
     )
 
 
-REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser,
+REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "keys_protocol": report_keys_protocol,
            "keys_terminal": report_keys_terminal, "flood_view": report_flood_view}
 _figures: dict[str, dict] = {}  # each case's figures in this run, for comparisons across cases
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from IPython.core.error import UsageError
 from IPython.display import display
 
+from . import frontend
 from .cell_output import CellOutput, status_line
 from .core.agent_format import format_for_agent
 from .core.errors import UnifiedExecError
@@ -47,15 +48,20 @@ async def run_in_cell(
     """`live_view(session_id)` makes the widget `--live` shows."""
     if request.live and live_view is None:
         raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
+    # Without its front end the view could show only a snapshot: the cell
+    # shows the output as it arrives instead, as a cell without --live does.
+    live = request.live and frontend.built()
+    if request.live and not live:
+        print(f"[--live shows text here: {frontend.NOT_BUILT}]")
     with _one_line_errors():
         if request.argv is not None:
             session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration)
         else:
             session_id = manager.session(request.session_id).session_id
         session = manager.session(session_id)
-        if request.live:
+        if live:
             display(live_view(session_id))
-    view = None if request.live else CellOutput(raw=request.raw or request.agent_format)
+    view = None if live else CellOutput(raw=request.raw or request.agent_format)
     stop_watching = view.watch(session) if view is not None else (lambda: None)
     stop = asyncio.Event()
     # A new session's wait is a start's: an integrated shell waits for its first prompt.

@@ -209,8 +209,8 @@ export class SessionsPanel extends Widget {
     this._renderName();
     const connection = this._connection;
     const sessions = connection?.state === 'ready' ? connection.sessions : [];
-    this._status.textContent = this.statusText;
-    this._list.hidden = sessions.length === 0;
+    setText(this._status, this.statusText);
+    setHidden(this._list, sessions.length === 0);
     updateRows(this._list, sessions);
     this._changed.emit();
   }
@@ -218,7 +218,7 @@ export class SessionsPanel extends Widget {
   // The title changes on every focus change: touching only the name keeps
   // the buttons in place, or a click in progress would lose its target.
   private _renderName(): void {
-    this._notebookName.textContent = this._notebook?.title.label ?? '';
+    setText(this._notebookName, this._notebook?.title.label ?? '');
   }
 
   /** Why no sessions show, or '' when they do. */
@@ -308,16 +308,38 @@ function createRow(sessionId: string): HTMLLIElement {
 function fillRow(row: HTMLElement, info: SessionInfo): void {
   const part = (name: string): HTMLElement => row.querySelector(`.uexec-${name}`) as HTMLElement;
   const command = commandLine(info.command);
-  part('session-command').textContent = command;
+  setText(part('session-command'), command);
   const label = sessionLabel(info);
-  part('session-id').textContent = label;
-  part('session-state').textContent = sessionState(info.alive, info.exit_code);
-  row.title = `${command}\n${label}, pid ${info.pid}: ${sessionState(info.alive, info.exit_code)}`;
+  setText(part('session-id'), label);
+  setText(part('session-state'), sessionState(info.alive, info.exit_code));
+  setTitle(row, `${command}\n${label}, pid ${info.pid}: ${sessionState(info.alive, info.exit_code)}`);
   const open = part('open');
-  open.textContent = 'Open';
-  open.title = 'Show this session in a terminal tab';
+  setText(open, 'Open');
+  setTitle(open, 'Show this session in a terminal tab');
   // An exited session stays listed until closed; `kill` closes it.
   const kill = part('kill');
-  kill.textContent = info.alive ? 'Kill' : 'Remove';
-  kill.title = info.alive ? 'Kill every process of this session' : 'Forget this exited session';
+  setText(kill, info.alive ? 'Kill' : 'Remove');
+  setTitle(kill, info.alive ? 'Kill every process of this session' : 'Forget this exited session');
+}
+
+// The panel renders on every kernel status change, which is twice per
+// message to the kernel (busy, idle), keystrokes in a live view included:
+// writing only what changed keeps those renders from touching the page,
+// so they cost the browser no layout and no extra frame.
+function setText(node: HTMLElement, text: string): void {
+  if (node.textContent !== text) {
+    node.textContent = text;
+  }
+}
+
+function setTitle(node: HTMLElement, title: string): void {
+  if (node.title !== title) {
+    node.title = title;
+  }
+}
+
+function setHidden(node: HTMLElement, hidden: boolean): void {
+  if (node.hidden !== hidden) {
+    node.hidden = hidden;
+  }
 }

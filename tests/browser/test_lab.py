@@ -383,6 +383,34 @@ def test_sessions_panel_lists_opens_types_into_and_kills_sessions(lab, page):
     assert panel.locator(".uexec-sessions-status").inner_text() == "No sessions yet."
 
 
+PANEL_MUTATIONS_JS = """
+() => {
+  const panel = document.querySelector('#uexec-sessions-panel');
+  const seen = window.__panelMutations = [];
+  new MutationObserver(records => {
+    for (const r of records) seen.push(`${r.type} on ${r.target.className || r.target.nodeName}`);
+  }).observe(panel, { subtree: true, childList: true, attributes: true, characterData: true });
+}
+"""
+
+
+def test_typing_into_a_live_view_leaves_the_sessions_panel_untouched(lab, page):
+    # Each keystroke is a message to the kernel, so the kernel goes busy and idle
+    # once per key; a panel that rewrote itself on each status change made the
+    # page lay out and paint again at every key (see benchmarks/bench_live.py).
+    cells = open_notebook(lab, page, "quiet_panel", [f"%%uexec --live -t 1000\n{BASH}"])
+    terminal = start_live_shell(page, cells, 1)
+    for opened in (False, True):
+        if opened:
+            panel = open_sessions_panel(page)
+            wait_until(lambda: panel.locator(".uexec-session-row").count() == 1, 10, "the session's row")
+        page.evaluate(PANEL_MUTATIONS_JS)
+        tag = f"quiet-{int(opened)}"
+        type_line(page, terminal, f"echo {tag}-$((20+3))")
+        wait_for_lines(terminal, lambda lines: f"{tag}-23" in lines, 10, f"the answer ({tag})")
+        assert page.evaluate("() => window.__panelMutations") == [], f"panel {'open' if opened else 'closed'}"
+
+
 def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     cells = open_notebook(lab, page, "two_views", [f"%%uexec --live -t 300\n{BASH}"])
     live = start_live_shell(page, cells, 1)

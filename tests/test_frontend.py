@@ -41,7 +41,7 @@ def nodeless_copy(tmp_path) -> Path:
     return tmp_path
 
 
-def test_a_live_cell_without_the_built_module_shows_the_text_snapshot(nodeless_copy):
+def test_without_the_built_module_live_cells_stream_text_and_widgets_show_a_snapshot(nodeless_copy):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(nodeless_copy), os.environ.get("PYTHONPATH", "")]))
     kernel = Kernel("python3", env=env)
     try:
@@ -49,13 +49,20 @@ def test_a_live_cell_without_the_built_module_shows_the_text_snapshot(nodeless_c
         assert where.error is None, where.error
         assert where.text.strip().startswith(str(nodeless_copy)), where.text
 
-        execution = kernel.execute("%%uexec --live -t 300\nbash --norc -i\n")
+        # --live: one line saying why, then the cell's own text view, as without --live
+        execution = kernel.execute("%%uexec --live -t 1000\nbash --norc -i\n")
         assert execution.reply["status"] == "ok" and execution.error is None, execution.text
-        displays = [m["content"]["data"] for m in execution.messages if m["msg_type"] == "display_data"]
-        views = [data for data in displays if VIEW in data or "[live terminal:" in data.get("text/plain", "")]
-        assert len(views) == 1, displays
-        assert VIEW not in views[0], "a view that could never render"
-        text = views[0]["text/plain"]
+        assert not any(VIEW in m["content"].get("data", {}) for m in execution.messages), "a view that could never render"
+        lines = execution.text.splitlines()
+        assert lines[0] == f"[--live shows text here: {frontend.NOT_BUILT}]", lines
+        assert any(line.startswith("[session 0 running") for line in lines), lines
+
+        # A widget displayed by hand: a text snapshot of the scrollback, saying why
+        snapshot = kernel.execute("from unified_exec_kernel.widget import TerminalWidget\nTerminalWidget(0)")
+        assert snapshot.error is None, snapshot.text
+        bundles = [m["content"]["data"] for m in snapshot.messages if m["msg_type"] in ("execute_result", "display_data")]
+        assert len(bundles) == 1 and VIEW not in bundles[0], bundles
+        text = bundles[0]["text/plain"]
         assert "[live terminal: session 0 (bash --norc -i), running]" in text, text
         assert frontend.NOT_BUILT in text, text
         # The session lives on, and the magics drive it as usual.

@@ -51,8 +51,6 @@ async def run_in_cell(
     # Without its front end the view could show only a snapshot: the cell
     # shows the output as it arrives instead, as a cell without --live does.
     live = request.live and frontend.built()
-    if request.live and not live:
-        print(f"[--live shows text here: {frontend.NOT_BUILT}]")
     with _one_line_errors():
         if request.argv is not None:
             session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration)
@@ -61,6 +59,8 @@ async def run_in_cell(
         session = manager.session(session_id)
         if live:
             display(live_view(session_id))
+        elif request.live:
+            print(f"[--live shows text here: {frontend.NOT_BUILT}]")
     view = None if live else CellOutput(raw=request.raw or request.agent_format)
     stop_watching = view.watch(session) if view is not None else (lambda: None)
     stop = asyncio.Event()

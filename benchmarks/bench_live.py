@@ -711,14 +711,11 @@ def keys_protocol() -> dict:
 def _live_view_keys(lab: Lab) -> dict:
     """keys_browser's measurement: a new `cat` in cell 0's live view, typed into; timed in the page."""
     page = lab.page
-    before = page.evaluate("() => [...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')]"
-                           ".map(t => t.dataset.sessionId)")
+    shown = "[...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')].map(t => t.dataset.sessionId)"
+    before = page.evaluate(f"() => {shown}")  # a view from an earlier case, replaced when the cell runs again
     lab.run_cell(0)
-    page.wait_for_function(
-        "old => [...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')]"
-        ".some(t => !old.includes(t.dataset.sessionId))", arg=before, timeout=60_000)
-    sid = page.evaluate("old => [...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')]"
-                        ".map(t => t.dataset.sessionId).find(s => !old.includes(s))", before)
+    page.wait_for_function(f"old => {shown}.some(s => !old.includes(s))", arg=before, timeout=60_000)
+    sid = page.evaluate(f"old => {shown}.find(s => !old.includes(s))", before)
     terminal = f'[data-bench-cell="0"] .uexec-terminal[data-session-id="{sid}"]'
     rows = f"{terminal} .xterm-rows"
     page.locator(rows).wait_for(state="attached", timeout=60_000)

@@ -378,28 +378,36 @@ async ([n, gapMs]) => {
 }
 """
 
-# A key probe on one element: keydown (capture, on the document) -> the first mutation after which the element's
-# text holds the expected prefix.
-KEY_PROBE_JS = r"""
-([name, selector]) => {
-  const el = document.querySelector(selector);
-  if (!el) throw new Error('no element ' + selector);
+# What every key probe shares, pasted into each at `/* key probe */`: `window.__keys[name]` records each expected
+# key's keydown (capture, on the document; its timeStamp), and `seen(shows)` marks the expected key seen the first
+# time `shows(prefix)` holds after that keydown.
+KEY_PROBE_COMMON_JS = r"""
   window.__keys = window.__keys || {};
   const probe = window.__keys[name] = { expect: null, done: 0, keys: [] };
   document.addEventListener('keydown', e => {
     const x = probe.expect;
     if (x && x.down === undefined && e.key === x.ch) { x.down = e.timeStamp; x.handler = performance.now(); }
   }, true);
-  new MutationObserver(() => {
+  const seen = shows => {
     const x = probe.expect;
-    if (x && x.down !== undefined && x.seen === undefined && el.textContent.includes(x.prefix)) {
+    if (x && x.down !== undefined && x.seen === undefined && shows(x.prefix)) {
       x.seen = performance.now();
       probe.done++;
     }
-  }).observe(el, { subtree: true, childList: true, characterData: true });
+  };
+"""
+
+# A key probe on one element: the first mutation after which the element's text holds the expected prefix.
+KEY_PROBE_JS = r"""
+([name, selector]) => {
+  const el = document.querySelector(selector);
+  if (!el) throw new Error('no element ' + selector);
+  /* key probe */
+  new MutationObserver(() => seen(prefix => el.textContent.includes(prefix)))
+    .observe(el, { subtree: true, childList: true, characterData: true });
   return true;
 }
-"""
+""".replace("/* key probe */", KEY_PROBE_COMMON_JS)
 
 FRAME_PROBE_JS = r"""
 () => {
@@ -794,22 +802,11 @@ TERMINAL_KEY_PROBE_JS = r"""
   const term = widget.content._term;
   const line = () => { const b = term.buffer.active; const l = b.getLine(b.baseY + b.cursorY); return l ? l.translateToString(true) : ''; };
   window.__termLine = line;
-  window.__keys = window.__keys || {};
-  const probe = window.__keys[name] = { expect: null, done: 0, keys: [] };
-  document.addEventListener('keydown', e => {
-    const x = probe.expect;
-    if (x && x.down === undefined && e.key === x.ch) { x.down = e.timeStamp; x.handler = performance.now(); }
-  }, true);
-  term.onRender(() => {
-    const x = probe.expect;
-    if (x && x.down !== undefined && x.seen === undefined && line().includes(x.prefix)) {
-      x.seen = performance.now();
-      probe.done++;
-    }
-  });
+  /* key probe */
+  term.onRender(() => seen(prefix => line().includes(prefix)));
   return term.rows + 'x' + term.cols;
 }
-"""
+""".replace("/* key probe */", KEY_PROBE_COMMON_JS)
 
 
 def _press_timed(page, name: str, key: str, prefix: str, timeout_ms: float = 5000) -> dict:

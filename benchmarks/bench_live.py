@@ -26,7 +26,7 @@ responsiveness.
   WebSocket splits it: keydown -> `input` frame sent -> `data` frame received
   -> DOM. The floor is a kernel_info_request sent over the same websocket
   (server and kernel, nothing of unified_exec). `--without-nodelay` disables
-  the package's server extension (unified_exec_kernel/server_extension.py,
+  the package's server extension (unified_exec_kernel/server/nodelay.py,
   TCP_NODELAY on kernel websockets), to show what Nagle plus the browser's
   delayed ACK cost the echo, which follows a `status` frame.
 - keys_protocol: keys_browser again, with the benchmark's kernel publishing no

@@ -372,7 +372,7 @@ def _seq_text(size: int) -> str:
 
 
 def render(repeats: int = 10) -> dict:
-    from unified_exec_kernel.render import render_terminal_text
+    from unified_exec_kernel.screen.render import render_terminal_text
 
     figures = {}
     for label, size in (("128 KiB", 128 * 1024), ("1 MB", 1_000_000)):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from unified_exec_kernel.core.semantic_prompt import SemanticPromptScanner
+from unified_exec_kernel.core.completion.semantic_prompt import SemanticPromptScanner
 
 NONCE = "0123456789abcdef"
 

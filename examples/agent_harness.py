@@ -17,7 +17,7 @@ import re
 
 from unified_exec_kernel import UnifiedExecSessionManager
 from unified_exec_kernel.core.agent_format import format_for_agent
-from unified_exec_kernel.render import render_terminal_text
+from unified_exec_kernel.screen.render import render_terminal_text
 
 
 async def run_plan() -> list[str]:

@@ -449,7 +449,7 @@ NODELESS_RUNNER = r'''
 import json, re, sys
 sys.path.insert(0, sys.argv[1])
 from tests.kernel_harness import Kernel
-from unified_exec_kernel import frontend
+from unified_exec_kernel.live import frontend
 
 report = {"frontend_installed": frontend.built(), "not_built": frontend.NOT_BUILT}
 kernel = Kernel("uexec")

@@ -116,7 +116,7 @@ def tour(tmp_path_factory) -> Tour:
         if cell_index == last_code:
             # The kernel's guardian (core/guardian.py) is the kernel's, not the tour's: it
             # goes with the kernel, which the check after the run sees.
-            ours = [p for p in processes if "unified_exec_kernel.core.guardian" not in _cmdline(p)]
+            ours = [p for p in processes if "unified_exec_kernel.core.process.guardian" not in _cmdline(p)]
             result.left_at_end.extend(_cmdline(p) or str(p.pid) for p in ours)
 
     client.on_cell_executed = after_cell

@@ -4,7 +4,7 @@ The engine (`unified_exec_kernel.core`) is importable without Jupyter; the
 notebook faces load with `%load_ext unified_exec_kernel`.
 """
 
-from .core.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
+from .core.output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
 from .core.errors import (
     CreateSessionError,
     MissingCommandLineError,
@@ -15,7 +15,7 @@ from .core.errors import (
 from .core.manager import UnifiedExecSessionManager
 from .core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, SessionInfo, UnifiedExecRequest, UnifiedExecResult
 from .core.session import PtySession
-from .core.truncate import truncate_middle
+from .core.output.truncate import truncate_middle
 
 __version__ = "0.1.0"
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "unified_exec_kernel.server_extension"}, {"module": "unified_exec_kernel.server_stop"}]
+    return [{"module": "unified_exec_kernel.server.nodelay"}, {"module": "unified_exec_kernel.server.stop"}]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised through real kernels

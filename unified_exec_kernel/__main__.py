@@ -56,7 +56,7 @@ def main(argv: list[str]) -> None:
         return
     from ipykernel.kernelapp import IPKernelApp
 
-    from .config import UnifiedExec
+    from .jupyter.config import UnifiedExec
     from .kernel import UnifiedExecKernel
 
     class UnifiedExecKernelApp(IPKernelApp):

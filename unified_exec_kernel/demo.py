@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from . import UnifiedExecRequest, UnifiedExecSessionManager, UnknownSessionIdError
-from .render import render_terminal_text
+from .screen.render import render_terminal_text
 
 
 def show(title: str, result, *, lines: int = 12) -> None:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
 
-from . import current, kernel_patches, rewrite
-from .comm import COMM_TARGET, open_handler
-from .config import UnifiedExec
+from .jupyter import current, patches
+from .notebook import rewrite
+from .live.comm import COMM_TARGET, open_handler
+from .jupyter.config import UnifiedExec
 from .core.manager import UnifiedExecSessionManager
-from .kernel_lifecycle import close_sessions_on_sigterm, restore_sigterm
-from .magics import UnifiedExecMagics
-from .widget import TerminalWidget
+from .jupyter.sigterm import close_sessions_on_sigterm, restore_sigterm
+from .notebook.magics import UnifiedExecMagics
+from .live.widget import LiveViews
 
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
 
@@ -29,18 +29,18 @@ def load_ipython_extension(ipython) -> None:
         return
     settings = UnifiedExec(parent=ipython)
     manager = UnifiedExecSessionManager(**settings.manager_options())
-    live_view = functools.partial(TerminalWidget, manager=manager)
+    live_view = LiveViews(manager)
     magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=live_view, check=settings.check)
     ipython.register_magics(magics)
     rewrite.install(ipython)
-    ipython.events.register("pre_run_cell", kernel_patches.reset_last_traceback)
+    ipython.events.register("pre_run_cell", patches.reset_last_traceback)
     atexit.register(manager.terminate_all_threadsafe)
     kernel = getattr(ipython, "kernel", None)
     if kernel is not None:
         from .kernel import UnifiedExecKernel
 
         if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
-            kernel_patches.end_sessions_on_shutdown(kernel, manager.terminate_all_threadsafe)
+            patches.end_sessions_on_shutdown(kernel, manager.terminate_all_threadsafe)
         _open_comm_target(kernel, manager)
     close_sessions_on_sigterm(ipython, manager)
     current.set_manager(ipython, manager, magics)
@@ -51,7 +51,7 @@ def unload_ipython_extension(ipython) -> None:
     if manager is None:
         return
     rewrite.uninstall(ipython)
-    ipython.events.unregister("pre_run_cell", kernel_patches.reset_last_traceback)
+    ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
     atexit.unregister(manager.terminate_all_threadsafe)
     restore_sigterm(ipython)
     current.set_manager(ipython, None)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ipykernel.ipkernel import IPythonKernel
 
-from . import __version__, current
+from . import __version__
+from .jupyter import current
 
 
 class UnifiedExecKernel(IPythonKernel):

@@ -16,12 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from unified_exec_kernel.core import procs
-from unified_exec_kernel.core.command_wait import CommandWait
-from unified_exec_kernel.core.semantic_prompt import PromptEvent, SemanticPromptScanner
-from unified_exec_kernel.core.shell_integration import integrate, new_nonce
-from unified_exec_kernel.core.spawn import spawn_pty
-from unified_exec_kernel.core.utf8 import Utf8Stream
+from unified_exec_kernel.core.process import procs
+from unified_exec_kernel.core.completion.command_wait import CommandWait
+from unified_exec_kernel.core.completion.semantic_prompt import PromptEvent, SemanticPromptScanner
+from unified_exec_kernel.core.completion.shell_integration import integrate, new_nonce
+from unified_exec_kernel.core.process.spawn import spawn_pty
+from unified_exec_kernel.core.output.utf8 import Utf8Stream
 
 WAIT_S = 30.0
 # read, poll, select, pselect6, ppoll (what a line editor blocks in), by machine

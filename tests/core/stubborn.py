@@ -8,7 +8,7 @@ import time
 
 import psutil
 
-from unified_exec_kernel.core import procs
+from unified_exec_kernel.core.process import procs
 
 from ..conftest import kill_processes
 

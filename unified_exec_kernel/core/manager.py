@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
-from .collect import Collected, collect
+from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
+from .completion.collect import Collected, collect
 from .errors import CreateSessionError, MissingCommandLineError, UnknownSessionIdError
 from .models import (
     DEFAULT_TIMEOUT_MS,
@@ -32,11 +32,11 @@ from .models import (
     UnifiedExecRequest,
     UnifiedExecResult,
 )
-from .guardian import Guardian
+from .process.guardian import Guardian
 from .session import SCROLLBACK_BYTES, PtySession
-from .shell_integration import integrate, new_nonce
-from .waits import WaitFor, compile_until
-from .termination import terminate_blocking
+from .completion.shell_integration import integrate, new_nonce
+from .completion.waits import WaitFor, compile_until
+from .process.termination import terminate_blocking
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,13 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from .buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
+from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
 from .errors import WriteToStdinError
-from .exit_watch import watch_exit
-from .semantic_prompt import PromptEvent, SemanticPromptScanner
-from .spawn import spawn_pty
-from .terminal import Terminal
-from .termination import terminate
+from .process.exit_watch import watch_exit
+from .completion.semantic_prompt import PromptEvent, SemanticPromptScanner
+from .process.spawn import spawn_pty
+from .process.terminal import Terminal
+from .process.termination import terminate
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ import logging
 from collections.abc import Callable, Collection
 
 from ..core.agent_format import format_for_agent
-from ..core.batcher import Batcher
+from ..core.output.batcher import Batcher
 from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
-from ..core.waits import compile_until
+from ..core.completion.waits import compile_until
 from . import messages
 from .live import LiveStream
 from .messages import BadRequest

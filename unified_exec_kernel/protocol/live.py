@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..core.batcher import Batch, Batcher, TokenBucket
+from ..core.output.batcher import Batch, Batcher, TokenBucket
 from ..core.session import PtySession
-from ..core.utf8 import pieces
+from ..core.output.utf8 import pieces
 from . import messages
 
 FRAME_S = 1 / 30

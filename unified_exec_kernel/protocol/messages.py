@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ..core.batcher import Batch
+from ..core.output.batcher import Batch
 from ..core.keys import signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import SessionInfo, UnifiedExecResult

@@ -1,0 +1,25 @@
+"""The terminal's master side: queued writes that never block the loop."""
+
+import asyncio
+
+from ..helpers import Reader, spawn
+
+
+async def test_a_megabyte_paste_does_not_block_the_loop():
+    cat = spawn(["bash", "-c", "stty -echo; echo ready; cat"])
+    ticker = spawn(["bash", "-c", "for i in $(seq 1 40); do echo tick$i; sleep 0.02; done"])
+    cat_reader, tick_reader = Reader(cat), Reader(ticker)
+    await cat_reader.until("ready")  # no echo from here on: only cat's copy comes back
+    line = "y" * 99 + "\n"
+    cat.write(line * 10_000)
+    assert cat.pending_write_bytes > 0  # the PTY could not take it at once: it was queued
+    await tick_reader.until("tick40")
+    await cat_reader.until("y" * 99 + "\r\n", timeout=10)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while cat_reader.text.count("\n") < 10_001 and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    assert cat_reader.text.count("\n") == 10_001  # "ready" and the paste
+    assert cat.pending_write_bytes == 0
+    await asyncio.gather(cat.close(), ticker.close())
+

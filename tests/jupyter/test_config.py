@@ -1,0 +1,91 @@
+"""c.UnifiedExec.*: each knob, its validation, and that config files and --help-all reach it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from traitlets import TraitError
+from traitlets.config import Config
+
+from unified_exec_kernel.jupyter.config import UnifiedExec
+
+from ..kernel_harness import Kernel
+
+
+def settings(**values) -> UnifiedExec:
+    config = Config()
+    for name, value in values.items():
+        setattr(config.UnifiedExec, name, value)
+    return UnifiedExec(config=config)
+
+
+def test_defaults_are_the_engines():
+    assert settings().manager_options() == {
+        "max_sessions": 64, "default_timeout_ms": 1000, "max_timeout_ms": 60000,
+        "scrollback_bytes": 262144, "env": {}, "env_remove": [], "shell_integration": True, "max_watch_ms": 3_600_000, "guardian": True,
+    }
+    assert settings().shell == "bash"
+
+
+def test_each_knob_reaches_the_manager():
+    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}, env_remove=["JUPYTERHUB_*"], shell_integration=False, max_watch_ms=1000, guardian=False).manager_options()
+    assert options == {
+        "max_sessions": 5, "default_timeout_ms": 200, "max_timeout_ms": 5000, "scrollback_bytes": 4096,
+        "env": {"PAGER": "cat"}, "env_remove": ["JUPYTERHUB_*"], "shell_integration": False, "max_watch_ms": 1000, "guardian": False,
+    }
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"max_sessions": 0}, "'max_sessions' trait .* should not be less than 1"),
+        ({"default_timeout_ms": -1}, "'default_timeout_ms' trait .* should not be less than 0"),
+        ({"max_timeout_ms": -5}, "'max_timeout_ms' trait .* should not be less than 0"),
+        ({"scrollback_bytes": 10}, "'scrollback_bytes' trait .* should not be less than 1024"),
+        ({"env": {"A=B": "x"}}, "is not an environment variable name"),
+        ({"env": {"A": 3}}, "env"),
+        ({"shell": "no-such-shell-here"}, "is not a program on PATH"),
+        ({"max_sessions": "many"}, "max_sessions"),
+    ],
+)
+def test_bad_values_are_clear_errors(values, message):
+    with pytest.raises(TraitError, match=message):
+        settings(**values).manager_options()
+
+
+def test_default_timeout_cannot_exceed_the_maximum():
+    with pytest.raises(TraitError, match="default_timeout_ms .* exceeds max_timeout_ms"):
+        settings(default_timeout_ms=9000, max_timeout_ms=5000).manager_options()
+
+
+def test_help_all_documents_every_knob():
+    out = subprocess.run([sys.executable, "-m", "unified_exec_kernel", "--help-all"], capture_output=True, text=True, timeout=60).stdout
+    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "env_remove", "shell_integration", "check", "max_watch_ms", "shell"]:
+        assert f"--UnifiedExec.{knob}" in out
+
+
+def test_a_config_file_configures_the_kernel(tmp_path):
+    profile = tmp_path / "profile_default"
+    profile.mkdir()
+    (profile / "ipython_kernel_config.py").write_text(
+        "c.UnifiedExec.env = {'GREETING': 'from-config-file'}\n"
+        "c.UnifiedExec.max_timeout_ms = 2000\n"
+        "c.UnifiedExec.shell = 'sh'\n"
+        "c.UnifiedExec.env_remove = ['UEXEC_SECRET_*']\n"
+    )
+    os.environ.update(IPYTHONDIR=str(tmp_path), UEXEC_SECRET_TOKEN="hidden", UEXEC_PUBLIC="shown")
+    try:
+        kernel = Kernel("uexec")
+    finally:
+        for name in ("IPYTHONDIR", "UEXEC_SECRET_TOKEN", "UEXEC_PUBLIC"):
+            del os.environ[name]
+    try:
+        assert "from-config-file" in kernel.run("%%uexec\nprintenv GREETING\n")
+        assert "clamping to 2000ms" in kernel.run("%%uexec -t 3000\ntrue\n")
+        assert kernel.run("%%uexec --shell\nps -o comm= -p $$\n").startswith("sh\n")
+        assert kernel.run("%%uexec --shell\necho ${UEXEC_SECRET_TOKEN:-removed} $UEXEC_PUBLIC\n").startswith("removed shown\n")
+    finally:
+        kernel.shutdown()

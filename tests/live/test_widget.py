@@ -1,0 +1,90 @@
+"""TerminalWidget over its real ipywidgets comm, driven as the front end drives it."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..kernel_harness import Kernel
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = Kernel("uexec")
+    yield k
+    k.shutdown()
+
+
+def show_live(kernel, code):
+    execution = kernel.execute(code)
+    assert execution.reply["status"] == "ok", execution.text
+    displays = [m for m in execution.messages if m["msg_type"] == "display_data" and VIEW in m["content"]["data"]]
+    assert len(displays) == 1
+    return displays[0]["content"]["data"], execution
+
+
+def custom(kernel, model_id, content):
+    kernel.comm_send(model_id, {"method": "custom", "content": content})
+
+
+def custom_until(kernel, model_id, until, timeout=20):
+    found = kernel.comm_messages(
+        model_id, lambda d: d.get("method") == "custom" and until(d["content"]), timeout=timeout
+    )
+    return [d["content"] for d in found if d.get("method") == "custom"]
+
+
+def test_live_view_attaches_types_resizes_and_sees_the_exit(kernel):
+    data, execution = show_live(kernel, "%%uexec --live -t 500\nbash --norc -i\n")
+    model_id = data[VIEW]["model_id"]
+    assert "[live terminal: session" in data["text/plain"]  # readable without the front end
+    assert "[session" in execution.text and "running" in execution.text
+    custom(kernel, model_id, {"type": "attach", "request_id": "view-1"})
+    events = custom_until(kernel, model_id, lambda c: c["type"] == "data" and c["request_id"] == "view-1")
+    attached = [c for c in events if c["type"] == "attached"][0]
+    assert attached["request_id"] == "view-1" and attached["alive"]
+    custom(kernel, model_id, {"type": "resize", "rows": 33, "cols": 101})
+    custom(kernel, model_id, {"type": "input", "data": "stty size; echo $((6*7))\r"})
+    events = custom_until(kernel, model_id, lambda c: c["type"] == "data" and "42" in c["data"])
+    assert "33 101" in "".join(c["data"] for c in events if c["type"] == "data")
+    custom(kernel, model_id, {"type": "input", "data": "exit 3\r"})
+    found = kernel.comm_messages(model_id, lambda d: d.get("method") == "custom" and d["content"]["type"] == "exited")
+    assert found[-1]["content"]["exit_code"] == 3
+    updates = {}
+    for message in found:
+        if message.get("method") == "update":
+            updates.update(message["state"])
+    assert updates.get("alive") is False and updates.get("exit_code") == 3
+
+
+def test_live_output_keeps_coming_after_the_cell_returned(kernel):
+    data, execution = show_live(kernel, "%%uexec --live -t 100 --shell\nfor i in 1 2 3 4 5; do echo tick-$i; sleep 0.3; done\n")
+    assert execution.reply["status"] == "ok"
+    model_id = data[VIEW]["model_id"]
+    custom(kernel, model_id, {"type": "attach", "request_id": 1})
+    events = custom_until(kernel, model_id, lambda c: c["type"] == "exited")
+    text = "".join(c["data"] for c in events if c["type"] == "data")
+    assert [f"tick-{i}" in text for i in range(1, 6)] == [True] * 5
+    assert events[-1]["exit_code"] == 0
+
+
+def test_a_bad_widget_message_is_answered_and_the_view_lives_on(kernel):
+    data, _ = show_live(kernel, "%%uexec --live -t 300\nbash --norc -i\n")
+    model_id = data[VIEW]["model_id"]
+    custom(kernel, model_id, {"type": "resize", "rows": "many", "cols": 3})
+    error = custom_until(kernel, model_id, lambda c: c["type"] == "error")[-1]
+    assert "rows and cols must be integers" in error["message"]
+    custom(kernel, model_id, {"type": "teleport"})
+    assert "unknown message type" in custom_until(kernel, model_id, lambda c: c["type"] == "error")[-1]["message"]
+    custom(kernel, model_id, {"type": "input", "data": "echo still-$((1+1))\r"})
+    custom_until(kernel, model_id, lambda c: c["type"] == "data" and "still-2" in c["data"])
+
+
+def test_terminal_widget_from_python_and_a_clear_error_for_unknown_sessions(kernel):
+    kernel.run("%%uexec -t 300\nbash --norc -i\n")
+    text = kernel.run("from unified_exec_kernel.live.widget import TerminalWidget\nw = TerminalWidget(0)\nprint(w.session_id, w.title, w.alive)")
+    assert text.strip() == "0 bash --norc -i True"
+    execution = kernel.execute("TerminalWidget(999)")
+    assert execution.reply["status"] == "error" and "Unknown session id 999" in execution.reply["evalue"]
+

@@ -1,0 +1,32 @@
+from unified_exec_kernel import UnifiedExecResult
+from unified_exec_kernel.notebook.cell_output import _update_interval, status_line
+
+
+def test_status_line_for_a_running_session():
+    assert status_line(UnifiedExecResult(3, "", wall_time=1.5)) == "[session 3 running · 1.50 s]"
+
+
+def test_status_line_for_an_exited_program():
+    assert status_line(UnifiedExecResult(None, "", exit_code=-9, wall_time=0.004)) == "[exited with code -9 · 0.00 s]"
+
+
+def test_status_line_says_how_to_stop_an_interrupted_session():
+    line = status_line(UnifiedExecResult(2, "", wall_time=0.3), interrupted=True)
+    assert "%uexec_kill 2" in line and "--keys C-c" in line
+
+
+def test_status_line_counts_dropped_bytes():
+    assert "1,024 earlier bytes dropped" in status_line(UnifiedExecResult(1, "", dropped_bytes=1024))
+
+
+def test_updates_slow_down_as_a_wait_goes_on():
+    assert _update_interval(0.5) == 0.1
+    assert _update_interval(5) == 0.5
+    assert _update_interval(30) == 1.0
+
+
+def test_a_cell_says_bytes_where_the_engine_says_tokens():
+    from unified_exec_kernel.notebook.cell_output import _TOKENS_MARKER, _bytes_left_out
+
+    text = "head\n…1200 tokens truncated…\ntail\n"
+    assert _TOKENS_MARKER.sub(_bytes_left_out, text) == "head\n[… about 4,800 bytes left out of the middle …]\ntail\n"

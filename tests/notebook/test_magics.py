@@ -1,0 +1,244 @@
+"""The magics in a real uexec kernel, read through iopub as a notebook would."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from unified_exec_kernel.notebook.magics import UnifiedExecMagics, split_line_magic
+
+from ..kernel_harness import Kernel
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = Kernel("uexec")
+    k.run("%env PS1=$ ")
+    yield k
+    k.shutdown()
+
+
+def start_shell(kernel) -> int:
+    text = kernel.run("%%uexec -t 1500\nbash --norc -i\n")
+    return int(re.search(r"session (\d+) running", text).group(1))
+
+
+def test_seed_scenario_state_persists_across_cells(kernel):
+    sid = start_shell(kernel)
+    kernel.run(f"%%uexec -s {sid}\nexport CODEX_INTERACTIVE_SHELL_VAR=codex\n")
+    text = kernel.run(f"%%uexec -s {sid}\necho $CODEX_INTERACTIVE_SHELL_VAR\n")
+    assert "\ncodex\n" in text
+    assert f"[session {sid} running" in text
+
+
+def test_two_sessions_are_isolated(kernel):
+    a = start_shell(kernel)
+    kernel.run(f"%uexec -s {a} export ONLY_IN_A=yes")
+    b = start_shell(kernel)
+    assert "yes" not in kernel.run(f"%uexec -s {b} echo ${{ONLY_IN_A:-unset}}")
+    assert "\nyes\n" in kernel.run(f"%uexec -s {a} echo $ONLY_IN_A")
+
+
+def test_slow_command_then_a_later_poll(kernel):
+    sid = start_shell(kernel)
+    first = kernel.run(f"%%uexec -s {sid} -t 100\nsleep 1.5; echo finally-$((6*7))\n")
+    assert "finally-42" not in first
+    time.sleep(2)
+    assert "finally-42" in kernel.run(f"%%uexec -s {sid} -t 200\n")
+
+
+def test_status_line_reports_the_exit_code_and_wall_time(kernel):
+    text = kernel.run("%%uexec --shell\necho out; exit 3\n")
+    assert re.search(r"out\n\[exited with code 3 · \d+\.\d\d s\]", text), text
+
+
+def test_line_magic_types_the_rest_of_the_line_exactly(kernel):
+    sid = start_shell(kernel)
+    text = kernel.run(f"""%uexec -s {sid} printf '[%s]\\n' "a  b"   'c'""")
+    assert "[a  b]" in text and "[c]" in text
+
+
+def test_wait_is_cooperative_the_loop_keeps_running(kernel):
+    kernel.run(
+        "import asyncio, time\n"
+        "ticks = []\n"
+        "def _tick():\n"
+        "    ticks.append(time.monotonic())\n"
+        "    if len(ticks) < 400: asyncio.get_running_loop().call_later(0.02, _tick)\n"
+        "_tick()\n"
+    )
+    before = time.monotonic()
+    kernel.run("%%uexec -t 1500\nsleep 5\n")
+    waited = time.monotonic() - before
+    text = kernel.run("gaps = [b - a for a, b in zip(ticks, ticks[1:])]\nprint(len(ticks), max(gaps))")
+    count, max_gap = text.split()
+    assert waited >= 1.5
+    assert int(count) >= 40  # ~75 ticks fit in the 1.5 s wait; a blocked loop gives ~1
+    assert float(max_gap) < 0.5
+
+
+def test_two_million_lines_send_few_iopub_messages(kernel):
+    execution = kernel.execute("%%uexec --timeout 60000\nseq 1 2000000\n", timeout=120)
+    assert execution.reply["status"] == "ok"
+    assert execution.iopub_count <= 50, execution.iopub_count
+    text = execution.text
+    assert "bytes left out of the middle" in text and "tokens" not in text and "\n2000000\n" in text
+    assert "[exited with code 0" in text
+
+
+def test_progress_bar_ends_as_its_last_state(kernel):
+    text = kernel.run("%%uexec --shell\nfor i in $(seq 1 100); do printf '\\rprogress %3d%%' $i; done; echo\n")
+    assert "progress 100%" in text
+    assert "progress  50%" not in text
+
+
+def test_raw_shows_the_terminal_text_untouched(kernel):
+    text = kernel.run("%%uexec --raw --shell\nprintf 'a\\rb\\n'\n")
+    assert "a\rb\r\n" in text
+
+
+def test_keys_ctrl_c_stops_a_foreground_sleep(kernel):
+    sid = start_shell(kernel)
+    kernel.run(f"%uexec -s {sid} -t 300 sleep 100")
+    text = kernel.run(f"%%uexec -s {sid} --keys C-c\n")
+    assert "^C" in text
+    assert "\n130\n" in kernel.run(f"%uexec -s {sid} echo $?")
+
+
+BAD_INPUTS = [
+    ("%%uexec --bogus\nls\n", "unrecognized arguments: --bogus"),
+    ("%%uexec -s abc\n", "Unknown session id 'abc'"),
+    ("%%uexec -s 9999\n", "Unknown session id 9999"),
+    ("%%uexec -t -5\nls\n", "--timeout must be 0 or more"),
+    ("%%uexec\n\n", "empty command"),
+    ("%%uexec\nno-such-program-here --flag\n", "no-such-program-here: command not found"),
+    ("%%uexec -s 0 --keys C-c Hyper-x\n", "unknown key 'Hyper-x'"),
+    ("%%uexec --shell -s 0\necho hi\n", "--shell starts a new session; it cannot go with --session"),
+    ("%%uexec\necho 'unterminated\n", "cannot split the command line"),
+    ("%uexec_kill", "give a session id or --all"),
+    ("%%uexec --out 2bad\necho never-run\n", "--out needs a variable name, not '2bad'"),
+    ("%uexec_kill 0 --signal NOPE", "unknown signal 'NOPE'"),
+    ("%%uexec --out 'x\necho never-run\n", "cannot read the options"),
+    ('%uexec -s "0 echo hi', "cannot read the options"),
+    ("%uexec_kill 'x", "cannot read the options"),
+    ("%uexec_kill 0 --signal 99", "unknown signal '99'"),
+    ("%uexec_kill 0 --signal -1", "unknown signal '-1'"),
+    ("%uexec_kill 0 --signal 99999999999999", "unknown signal '99999999999999'"),
+]
+
+
+@pytest.mark.parametrize("code, message", BAD_INPUTS, ids=[code.split("\n")[0] for code, _ in BAD_INPUTS])
+def test_bad_input_is_one_clear_line_and_nothing_is_lost(kernel, code, message):
+    survivor = start_shell(kernel)
+    execution = kernel.execute(code)
+    assert execution.reply["status"] == "error"
+    assert execution.outputs == [("stream", f"UsageError: {execution.reply['evalue']}\n")]
+    assert message in execution.reply["evalue"]
+    assert "\n" not in execution.reply["evalue"]
+    assert "\nstill-alive\n" in kernel.run(f"%uexec -s {survivor} echo still-alive")
+
+
+def test_out_stores_the_result_in_the_namespace(kernel):
+    kernel.run("%%uexec --out r --shell\necho stored; exit 4\n")
+    assert kernel.run("print(r.exit_code, r.session_id, 'stored' in r.output)").strip() == "4 None True"
+
+
+def test_agent_format_reports_as_codex_does(kernel):
+    text = kernel.run("%%uexec --format agent\necho hi\n")
+    assert re.match(r"Wall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\r\n", text), text
+
+
+def test_help_documents_every_option(kernel):
+    execution = kernel.execute("%%uexec?")
+    help_text = execution.reply["payload"][0]["data"]["text/plain"]
+    for option in ["--session", "--timeout", "--shell", "--keys", "--no-newline", "--raw", "--out", "--format"]:
+        assert option in help_text
+    assert "::" not in help_text.split("%%uexec")[0]  # no reST marker before the usage line
+
+
+def test_sessions_table_and_kill(kernel):
+    sid = start_shell(kernel)
+    table = kernel.run("%uexec_sessions")
+    assert re.search(rf"\n{sid} +bash --norc -i +\d+ +running", table)
+    assert kernel.run(f"%uexec_kill {sid}").strip() == f"closed session {sid}"
+    assert not re.search(rf"\n{sid} +bash", kernel.run("%uexec_sessions"))
+    other = start_shell(kernel)
+    assert kernel.run(f"%uexec_kill {other} --signal INT").strip() == f"sent SIGINT to session {other}"
+    assert "closed sessions" in kernel.run("%uexec_kill --all")
+    assert "no uexec sessions" in kernel.run("%uexec_sessions")
+    assert kernel.run("%uexec_kill --all").strip() == "no sessions to close"
+
+
+@pytest.mark.parametrize(
+    "line, options, body",
+    [
+        ("-s 3 ls -la", "-s 3 ", "ls -la"),
+        ("-s 3 -t 10 echo  two  spaces", "-s 3 -t 10 ", "echo  two  spaces"),
+        ("-s 3 --keys C-c Enter", "-s 3 --keys C-c Enter", ""),
+        ("-s 3 -- -dash-first", "-s 3 ", "-dash-first"),
+        ("--raw", "--raw", ""),
+        ("echo hi", "", "echo hi"),
+    ],
+)
+def test_line_magic_options_split_from_the_body(line, options, body):
+    assert split_line_magic(UnifiedExecMagics.uexec.parser, line) == (options, body)
+
+
+def test_a_live_view_that_could_not_be_built_leaves_no_trace(kernel):
+    execution = kernel.execute("%%uexec --live -s 999\n")
+    assert execution.reply["evalue"] == "Unknown session id 999"
+    later = kernel.execute("import gc\ngc.collect()\nprint('clean')")
+    assert later.text == "clean\n"
+
+
+def test_a_named_integrated_shell_answers_each_command_with_its_status(kernel):
+    started = kernel.execute("%%uexec --name sh1\nbash --norc -i\n")
+    assert started.reply["status"] == "ok" and started.seconds < 10
+    done = kernel.execute("%uexec -s sh1 sleep 0.5; echo typed-$((1+1))")
+    assert "typed-2" in done.text and "command exited with code 0" in done.text
+    assert done.seconds < 10  # waited for the command, not for the 60 s maximum
+    failed = kernel.run("%uexec -s sh1 (exit 4)")
+    assert "command exited with code 4" in failed
+    assert re.search(r"\n\d+ +sh1 +bash --norc -i", kernel.run("%uexec_sessions"))
+    taken = kernel.execute("%%uexec --name sh1\nbash --norc -i\n")
+    assert "held by running session" in taken.reply["evalue"]
+    assert "closed session" in kernel.run("%uexec_kill sh1")
+    assert "reused" in kernel.run("%%uexec --name sh1\nbash -c 'echo reused'\n")
+
+
+def test_check_fails_the_cell_after_its_output(kernel):
+    execution = kernel.execute("%%uexec --check --shell\necho shown-first; exit 3\n")
+    assert execution.reply["status"] == "error"
+    assert execution.reply["evalue"] == "the program exited with code 3"
+    assert "shown-first" in execution.text and execution.error is None  # one line, no traceback
+    kernel.run("%%uexec --name checked\nbash --norc -i\n")
+    typed = kernel.execute("%%uexec -s checked --check\nfalse\n")
+    assert typed.reply["evalue"] == "the command exited with code 1"
+    assert kernel.execute("%%uexec -s checked --check\ntrue\n").reply["status"] == "ok"
+    kernel.run("%uexec_kill checked")
+
+
+def test_until_quiet_cwd_env_and_no_integration(kernel, tmp_path):
+    repl = kernel.execute("%%uexec --name py --until '>>> $' -t 20000\npython3 -i -q\n")
+    assert repl.seconds < 15 and "--until matched" in repl.text
+    kernel.run("%uexec_kill py")
+    text = kernel.run(f"%%uexec --cwd {tmp_path} --env GREETING=hi --env OTHER=x=y\nbash -c 'pwd; echo $GREETING $OTHER'\n")
+    assert str(tmp_path) in text and "hi x=y" in text
+    missing = kernel.execute(f"%%uexec --cwd {tmp_path}/missing\ntrue\n")
+    assert "no such directory" in missing.reply["evalue"]
+    plain = kernel.run("%%uexec --name plain --no-integration -t 500\nbash --norc -i\n")
+    assert "session" in plain
+    waited = kernel.execute("%uexec -s plain -t 700 echo waits-its-timeout")
+    assert "waits-its-timeout" in waited.text and waited.seconds >= 0.6
+    kernel.run("%uexec_kill plain")
+
+
+def test_a_cell_shows_only_what_its_own_input_produced(kernel):
+    kernel.run("%%uexec --name bg\nbash --norc -i\n")
+    kernel.run("%uexec -s bg (sleep 0.2; echo from-the-background) & disown")
+    time.sleep(1)
+    own = kernel.run("%uexec -s bg echo my-own")
+    assert "my-own" in own and "from-the-background" not in own and "earlier bytes not shown" in own
+    kernel.run("%uexec_kill bg")

@@ -1,0 +1,1 @@
+"""When a request is done: collecting its output until a wait condition holds (exit, the shell's prompt, a pattern, quiet, timeout, interrupt), and the shell integration that reports typed commands' ends."""

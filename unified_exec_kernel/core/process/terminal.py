@@ -1,0 +1,150 @@
+"""The master side of a session's pseudo-terminal, read and written on the loop.
+
+It owns the master fd from spawn to `release`, and nothing else may close it.
+Reading uses `loop.add_reader` (no thread, no polling) and drains until EAGAIN
+in each callback, because a PTY gives ~4 KB a read and one read per callback
+costs a quarter of the throughput. Writes are queued and flushed with
+`add_writer`, so a huge paste never blocks the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import deque
+from collections.abc import Callable
+
+from .spawn import get_winsize, set_winsize
+from ..output.utf8 import Utf8Stream
+
+log = logging.getLogger(__name__)
+
+_READ_SIZE = 64 * 1024
+# Read until EAGAIN, but not forever: other sessions and the kernel's own
+# work must get their turn.
+_MAX_READS_PER_CALLBACK = 16
+
+
+class Terminal:
+    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released")
+
+    def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None]):
+        self._fd = master_fd
+        self._loop = asyncio.get_running_loop()
+        self._on_output = on_output
+        self._on_eof = on_eof
+        self._utf8 = Utf8Stream()
+        self._pending_writes: deque[memoryview] = deque()
+        self.eof = False
+        self.released = False
+        self._loop.add_reader(self._fd, self._on_readable)
+
+    # -- output ----------------------------------------------------------------
+
+    def read_pending(self) -> None:
+        """Read what the terminal already holds, now (as if the loop had said it was readable)."""
+        if not self.eof:
+            self._on_readable()
+
+    def _on_readable(self) -> None:
+        reads = []
+        eof = False
+        for _ in range(_MAX_READS_PER_CALLBACK):
+            try:
+                data = os.read(self._fd, _READ_SIZE)
+            except BlockingIOError:
+                break
+            except OSError:
+                eof = True  # Linux answers EIO once every slave fd is closed
+                break
+            if not data:
+                eof = True
+                break
+            reads.append(data)
+        if reads:
+            self._emit(self._utf8.feed(b"".join(reads)))
+        if eof:
+            self._end_of_output()
+
+    def _emit(self, data: bytes) -> None:
+        if data:
+            self._on_output(data)
+
+    def _end_of_output(self) -> None:
+        if self.eof:
+            return
+        self.eof = True
+        self._emit(self._utf8.feed(b"", final=True))
+        self._loop.remove_reader(self._fd)
+        self._on_eof()
+
+    # -- input -----------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Queue `data`; never blocks. Raises OSError when the terminal refuses it."""
+        if not data:
+            return
+        was_idle = not self._pending_writes
+        self._pending_writes.append(memoryview(data))
+        if was_idle:
+            try:
+                self._flush_writes()
+            except OSError:
+                self._pending_writes.clear()
+                raise
+
+    def _flush_writes(self) -> None:
+        while self._pending_writes:
+            chunk = self._pending_writes[0]
+            try:
+                written = os.write(self._fd, chunk)
+            except BlockingIOError:
+                self._loop.add_writer(self._fd, self._on_writable)
+                return
+            if written < len(chunk):
+                self._pending_writes[0] = chunk[written:]
+            else:
+                self._pending_writes.popleft()
+        self._loop.remove_writer(self._fd)
+
+    def _on_writable(self) -> None:
+        try:
+            self._flush_writes()
+        except OSError as error:
+            # The program went away with input still queued: nobody can read it.
+            log.debug("uexec: dropped queued input: %s", error)
+            self._pending_writes.clear()
+            self._loop.remove_writer(self._fd)
+
+    @property
+    def pending_write_bytes(self) -> int:
+        return sum(len(chunk) for chunk in self._pending_writes)
+
+    # -- control ---------------------------------------------------------------
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (0, 0) if self.released else get_winsize(self._fd)
+
+    def resize(self, rows: int, cols: int) -> None:
+        if not self.released:
+            set_winsize(self._fd, rows, cols)  # the kernel sends SIGWINCH itself
+
+    def foreground_group(self) -> int | None:
+        """The process group a key like Ctrl-C would signal."""
+        try:
+            return os.tcgetpgrp(self._fd)
+        except OSError:
+            return None
+
+    def release(self) -> None:
+        """Stop reading and writing and close the master fd (once)."""
+        if self.released:
+            return
+        self.released = True
+        self.eof = True
+        self._loop.remove_reader(self._fd)
+        self._loop.remove_writer(self._fd)
+        self._pending_writes.clear()
+        os.close(self._fd)

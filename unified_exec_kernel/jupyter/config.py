@@ -1,0 +1,70 @@
+"""`c.UnifiedExec.*`: every knob of the extension as a traitlet with help text.
+
+Being a `Configurable` makes config files (`ipython_kernel_config.py`,
+`ipython_config.py`) and `--help-all` work as for any Jupyter component, and
+validation runs when the extension loads: a bad value is a clear error then,
+not a crash in the middle of a cell.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from traitlets import Bool, Dict, Int, List, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
+from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
+from ..core.session import SCROLLBACK_BYTES
+
+
+class UnifiedExec(Configurable):
+    max_sessions = Int(MAX_SESSIONS, min=1, help="Sessions kept at once; past it the least recently used is closed (exited ones first, never the 8 newest).").tag(config=True)
+    default_timeout_ms = Int(DEFAULT_TIMEOUT_MS, min=0, help="How long %%uexec collects output when no --timeout is given, in ms.").tag(config=True)
+    max_timeout_ms = Int(MAX_TIMEOUT_MS, min=0, help="Longest wait a request may ask for, in ms; longer ones are clamped with a warning line.").tag(config=True)
+    scrollback_bytes = Int(SCROLLBACK_BYTES, min=1024, help="Output kept per session for live views that attach late, in bytes.").tag(config=True)
+    env = Dict(value_trait=Unicode(), per_key_traits=None, help="Extra environment for every session's program, e.g. {'PAGER': 'cat', 'NO_COLOR': '1'}. TERM defaults to xterm-256color.").tag(config=True)
+    env_remove = List(
+        Unicode(),
+        help="Names or glob patterns (JUPYTERHUB_API_TOKEN, AWS_*) of the kernel's environment that sessions do not inherit. Default: none, as with !cmd; see docs/deployment.md.",
+    ).tag(config=True)
+    shell_integration = Bool(
+        True,
+        help="Start bash and zsh sessions so that they report where each typed command ends (OSC 133 prompt markers): a cell that types a command then returns when it is done, with its exit code. --no-integration opts a session out.",
+    ).tag(config=True)
+    check = Bool(False, help="Make every %%uexec cell fail (one line) when its program, or the command it typed into an integrated shell, exits non-zero, as if it said --check.").tag(config=True)
+    max_watch_ms = Int(MAX_WATCH_MS, min=0, help="Longest a comm `watch` may wait, in ms (an agent's watch may outlast any request).").tag(config=True)
+    shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
+    guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
+
+    @validate("env")
+    def _valid_env(self, proposal):
+        for key, value in proposal["value"].items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise TraitError(f"UnifiedExec.env: {key!r} is not an environment variable name")
+            if not isinstance(value, str) or "\0" in value:
+                raise TraitError(f"UnifiedExec.env[{key!r}] must be a string without NUL bytes")
+        return proposal["value"]
+
+    @validate("shell")
+    def _valid_shell(self, proposal):
+        if shutil.which(proposal["value"]) is None:
+            raise TraitError(f"UnifiedExec.shell: {proposal['value']!r} is not a program on PATH")
+        return proposal["value"]
+
+    def manager_options(self) -> dict:
+        if self.default_timeout_ms > self.max_timeout_ms:
+            raise TraitError(
+                f"UnifiedExec.default_timeout_ms ({self.default_timeout_ms}) exceeds max_timeout_ms ({self.max_timeout_ms})"
+            )
+        return {
+            "max_sessions": self.max_sessions,
+            "default_timeout_ms": self.default_timeout_ms,
+            "max_timeout_ms": self.max_timeout_ms,
+            "scrollback_bytes": self.scrollback_bytes,
+            "env": dict(self.env),
+            "env_remove": list(self.env_remove),
+            "shell_integration": self.shell_integration,
+            "max_watch_ms": self.max_watch_ms,
+            "guardian": self.guardian,
+        }

@@ -1,0 +1,83 @@
+"""`TerminalWidget`: a session as a real terminal (xterm.js) in the notebook.
+
+Thin on purpose: the synced traits, a pointer to the front-end module, and
+a carrier for the protocol's `attach`/`input`/`resize` (docs/protocol.md)
+over the widget's custom messages, answered by the same `Endpoint` as the
+comm. The view keeps working after its cell finished, because the endpoint
+runs on the kernel's loop, not in the cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+
+import anywidget
+from traitlets import Bool, Int, Unicode
+
+from . import frontend
+from ..core.manager import UnifiedExecSessionManager
+from ..core.models import exit_state
+from ..jupyter.current import current_manager
+from ..protocol import Endpoint
+from ..screen.render import render_terminal_text
+
+WIDGET_MESSAGES = ("attach", "input", "resize")
+
+class TerminalWidget(anywidget.AnyWidget):
+    _esm = frontend.esm()
+    _css = frontend.css()
+
+    session_id = Int(help="the session shown").tag(sync=True)
+    title = Unicode(help="the session's command").tag(sync=True)
+    alive = Bool(True, help="whether the program still runs").tag(sync=True)
+    exit_code = Int(None, allow_none=True, help="the exit code once it has exited").tag(sync=True)
+
+    def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, **kwargs):
+        manager = manager or current_manager()
+        # Looked up before the widget exists, so a bad id leaves nothing half-built.
+        session = manager.session(session_id)
+        super().__init__(session_id=session_id, title=shlex.join(session.argv), **kwargs)
+        self._session = session
+        loop = asyncio.get_running_loop()
+        session.on_exit(self._on_exit)  # before any `exited` is sent
+        self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
+        self._endpoint.stream(session)  # live from now on; `attach` adds the history
+        # Widget messages may arrive on a subshell thread; the session lives on the loop.
+        self.on_msg(lambda _widget, content, _buffers: loop.call_soon_threadsafe(self._endpoint.receive, content))
+
+    def _on_exit(self, session) -> None:
+        self.alive = False
+        self.exit_code = session.exit_code
+
+    def close(self) -> None:
+        endpoint = getattr(self, "_endpoint", None)
+        if endpoint is not None:
+            endpoint.close()
+        super().close()
+
+    def _repr_mimebundle_(self, **kwargs):
+        """Without the front end (an exported notebook), a readable snapshot of the terminal."""
+        bundle, metadata = super()._repr_mimebundle_(**kwargs)
+        note = ""
+        if not frontend.built():
+            bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
+        _, scrollback = self._session.scrollback_snapshot()
+        snapshot = render_terminal_text(scrollback.decode("utf-8")).rstrip("\n")
+        state = exit_state(self.alive, self.exit_code)
+        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]{note}".lstrip("\n")
+        return bundle, metadata
+
+
+class LiveViews:
+    """What `%%uexec --live` shows: a `TerminalWidget` of the kernel's manager, or why it cannot."""
+
+    def __init__(self, manager: UnifiedExecSessionManager):
+        self.manager = manager
+
+    def __call__(self, session_id: int) -> TerminalWidget:
+        return TerminalWidget(session_id, manager=self.manager)
+
+    @staticmethod
+    def unavailable() -> str | None:
+        return None if frontend.built() else frontend.NOT_BUILT

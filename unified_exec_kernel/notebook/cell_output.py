@@ -1,0 +1,112 @@
+"""The one output a `%%uexec` cell shows, updated while the session prints.
+
+A cell that prints two million lines must not send two million messages (the
+kernel's iopub socket drops past 1000 queued, the server rate-limits at 1 MB/s
+and 1000 messages/s). So the cell owns a single display (a `display_id`),
+updated at most ~10 times a second at first and less often as a wait drags
+on, each update carrying only a bounded tail of the output; the final update
+shows the whole result and a status line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from IPython.display import display
+
+from ..core.output.batcher import Batch, Batcher
+from ..core.models import UnifiedExecResult, exit_state
+from ..core.session import PtySession
+from ..core.output.truncate import APPROX_BYTES_PER_TOKEN
+from ..core.output.utf8 import newest
+from ..screen.render import render_terminal_text
+
+TAIL_BYTES = 16 * 1024
+TAIL_LINES = 40
+
+
+def _update_interval(elapsed: float) -> float:
+    """Fast while a person watches closely, slower as a long wait goes on."""
+    if elapsed < 2:
+        return 0.1
+    if elapsed < 10:
+        return 0.5
+    return 1.0
+
+
+class CellOutput:
+    def __init__(self, *, raw: bool = False):
+        self.raw = raw
+        self._handle = None
+        self._tail = b""
+        self._batches: Batcher | None = None
+
+    def watch(self, session: PtySession):
+        """Show the session's output as it arrives; returns the function that stops it."""
+        self._batches = Batcher(
+            self._show_tail,
+            interval=_update_interval,
+            budget=lambda wanted: min(wanted, TAIL_BYTES),
+            keep_bytes=TAIL_BYTES,
+            offset=session.offset,
+            leading=False,
+        )
+        return session.subscribe(self._batches.push)
+
+    def _show_tail(self, batch: Batch) -> None:
+        self._tail = newest(self._tail + batch.data if not batch.skipped else batch.data, TAIL_BYTES)
+        window = self._tail.decode("utf-8")
+        if not self.raw:
+            window = "\n".join(render_terminal_text(window).splitlines()[-TAIL_LINES:])
+        self._show(window + "\n[…running]")
+
+    def finish(self, result: UnifiedExecResult, *, interrupted: bool = False) -> None:
+        """The final update: the whole result, rendered, and its status line."""
+        body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, render_terminal_text(result.output))
+        if body and not body.endswith("\n"):
+            body += "\n"
+        self.finish_text(body + status_line(result, interrupted=interrupted))
+
+    def finish_text(self, text: str) -> None:
+        if self._batches is not None:
+            self._batches.cancel()
+        self._show(text)
+
+    def _show(self, text: str) -> None:
+        bundle = {"text/plain": text}
+        if self._handle is None:
+            self._handle = display(bundle, raw=True, display_id=True)
+        else:
+            self._handle.update(bundle, raw=True)
+
+
+# The engine's marker counts tokens (a model's unit, as in Codex); a person reads bytes.
+_TOKENS_MARKER = re.compile(r"…(\d+) tokens truncated…")
+
+
+def _bytes_left_out(match: re.Match) -> str:
+    return f"[… about {int(match[1]) * APPROX_BYTES_PER_TOKEN:,} bytes left out of the middle …]"
+
+
+def status_line(result: UnifiedExecResult, *, interrupted: bool = False) -> str:
+    if result.session_id is not None:
+        state = f"session {result.session_id} {exit_state(True, None)}"
+    else:
+        state = exit_state(False, result.exit_code)
+    parts = [state]
+    if result.command_exit_code is not None:
+        parts.append(f"command exited with code {result.command_exit_code}")
+    parts.append(_ENDINGS.get(result.ended_by, ""))
+    parts.append(f"{result.wall_time:.2f} s")
+    if result.dropped_bytes:
+        parts.append(f"{result.dropped_bytes:,} earlier bytes dropped (buffer full)")
+    if result.left_out_bytes:
+        parts.append(f"{result.left_out_bytes:,} earlier bytes not shown (see them with an empty %%uexec -s)")
+    if interrupted and result.session_id is not None:
+        sid = result.session_id
+        parts.append(f"wait interrupted; the program still runs: stop it with %uexec_kill {sid} or %uexec -s {sid} --keys C-c")
+    return "[" + " · ".join(part for part in parts if part) + "]"
+
+
+# What ended a wait, when the state does not already say it (exit, timeout).
+_ENDINGS = {"command": "", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}

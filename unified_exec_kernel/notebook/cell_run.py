@@ -1,0 +1,139 @@
+"""One `%%uexec` request, run in the cell that asked for it.
+
+It starts the session or picks the one to type into, shows the output as it
+arrives (the cell's display, or a live terminal), waits on the kernel's loop
+without blocking it, and ends the wait, but not the program, when the stop
+button is pressed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Protocol
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from .cell_output import CellOutput, status_line
+from ..core.agent_format import format_for_agent
+from ..core.errors import UnifiedExecError
+from ..core.manager import UnifiedExecSessionManager
+from ..core.models import UnifiedExecResult
+
+
+class LiveView(Protocol):
+    """What `--live` shows (the extension passes the live face's; the notebook face knows no widget)."""
+
+    def __call__(self, session_id: int) -> object:
+        """The view of this session, to display."""
+
+    def unavailable(self) -> str | None:
+        """Why no view can render here (its front end was not built), or None."""
+
+
+@dataclass(frozen=True)
+class CellRequest:
+    """What a `%%uexec` cell asks: start `argv`, or type `text` into `session_id`."""
+
+    argv: list[str] | None = None
+    session_id: int | str | None = None
+    text: str = ""
+    timeout_ms: int | None = None
+    until: str | None = None
+    quiet_ms: int | None = None
+    name: str | None = None
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    integration: bool | None = None
+    raw: bool = False
+    agent_format: bool = False
+    live: bool = False
+
+
+async def run_in_cell(
+    manager: UnifiedExecSessionManager, request: CellRequest, live_view: LiveView | None
+) -> UnifiedExecResult:
+    if request.live and live_view is None:
+        raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
+    # Without its front end the view could show only a snapshot: the cell
+    # shows the output as it arrives instead, as a cell without --live does.
+    not_built = live_view.unavailable() if request.live else None
+    live = request.live and not_built is None
+    with _one_line_errors():
+        if request.argv is not None:
+            session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration)
+        else:
+            session_id = manager.session(request.session_id).session_id
+        session = manager.session(session_id)
+        if live:
+            display(live_view(session_id))
+        elif request.live:
+            print(f"[--live shows text here: {not_built}]")
+    view = None if live else CellOutput(raw=request.raw or request.agent_format)
+    stop_watching = view.watch(session) if view is not None else (lambda: None)
+    stop = asyncio.Event()
+    # A new session's wait is a start's: an integrated shell waits for its first prompt.
+    collect = manager.write(
+        session_id,
+        request.text,
+        timeout_ms=request.timeout_ms,
+        stop=stop,
+        until=request.until,
+        quiet_ms=request.quiet_ms,
+        # A cell that types shows what its own input produced, not what came before.
+        earlier_output=not request.text,
+        first_prompt=request.argv is not None,
+    )
+    try:
+        result, interrupted = await _wait(collect, stop)
+    finally:
+        stop_watching()
+    if view is None:
+        print(status_line(result, interrupted=interrupted))
+    elif request.agent_format:
+        view.finish_text(format_for_agent(result))
+    else:
+        view.finish(result, interrupted=interrupted)
+    if interrupted:
+        # One line (IPython prints exactly UsageError so, not a subclass), and
+        # the cell fails: no later line of it runs, and Run All stops here as
+        # for any interrupted cell. The status line above says what still runs.
+        still = f"session {result.session_id} still runs" if result.session_id is not None else "the program has exited"
+        raise UsageError(f"interrupted: {still}; the rest of the cell was not run")
+    return result
+
+
+async def _wait(work, stop: asyncio.Event) -> tuple[UnifiedExecResult, bool]:
+    """The result, and whether an interrupt (the stop button) ended the wait early."""
+    task = asyncio.ensure_future(work)
+    with _one_line_errors():
+        try:
+            return await asyncio.shield(task), False
+        except asyncio.CancelledError:
+            if task.done() and task.cancelled():
+                raise
+            stop.set()
+            _uncancel()
+            return await task, True
+        except ValueError as error:  # a bad --until pattern
+            raise UsageError(str(error)) from None
+
+
+class _one_line_errors:
+    """The engine's errors as IPython's one-line UsageError, no traceback."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, _traceback):
+        if isinstance(error, UnifiedExecError):
+            raise UsageError(str(error)) from None
+        return False
+
+
+def _uncancel() -> None:
+    # Python >= 3.11 counts cancellations; this cell has handled its one.
+    task = asyncio.current_task()
+    if task is not None and hasattr(task, "uncancel"):
+        task.uncancel()

@@ -1,0 +1,305 @@
+"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`: parse the line, hand on the request.
+
+Waiting for a session must not block the kernel's loop (that loop reads every
+session, feeds live views and runs timers). A synchronous magic would block
+it, so `rewrite.py` turns `%%uexec` cells and `%uexec`/`%uexec_kill` lines
+into `await`s of the coroutines here, which ipykernel runs as a task on its
+loop. The registered magics remain for calls that bypass the rewrite
+(`run_cell_magic`, `%autoawait off`): they start the same coroutine as a
+background task, whose output still lands in the calling cell.
+
+The `magic_arguments` decorators are the one table of options: `%%uexec?`
+prints them, and the line splitter asks the same parser which options take
+a value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import signal
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
+
+from .cell_run import CellRequest, run_in_cell
+from ..core.errors import UnifiedExecError
+from ..core.keys import keys_text, signal_number
+from ..core.manager import UnifiedExecSessionManager
+from ..jupyter.patches import wake_on_signals
+from .session_table import SessionTable
+
+
+def _session_key(text: str) -> int | str:
+    """A session is named by its id or its name."""
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _plain_usage(magic):
+    """`magic_arguments` writes the usage as an reST literal block; `%%uexec?` showed its `::`."""
+    if magic.__doc__ and magic.__doc__.startswith("::\n"):
+        magic.__doc__ = magic.__doc__[len("::\n") :].lstrip("\n")
+    return magic
+
+
+@magics_class
+class UnifiedExecMagics(Magics):
+    """Parse and dispatch; most of its length is the option table, which documents `%%uexec?`."""
+
+    def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash", live_view=None, check: bool = False):
+        """`live_view` makes the view `--live` shows (the extension passes the live face's `LiveViews`).
+
+        `check`: fail a cell on a non-zero exit unless it says --no-check.
+        """
+        super().__init__(shell)
+        self.manager = manager
+        self.shell_program = shell_program
+        self.check = check
+        self.live_view = live_view
+        self._background: set[asyncio.Task] = set()
+
+    # -- %%uexec / %uexec ----------------------------------------------------
+
+    @_plain_usage
+    @magic_arguments()
+    @argument("-s", "--session", type=_session_key, metavar="ID|NAME", help="write the body to this session (an id or a name) instead of starting one")
+    @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output at most, in ms (default 1000; typing a command into an integrated shell: 60000, its maximum)")
+    @argument("--name", metavar="NAME", help="name the new session, so later cells can say -s NAME (free again once it has exited)")
+    @argument("--until", metavar="REGEX", help="stop waiting as soon as the output matches (Python re, MULTILINE), e.g. --until '>>> $' for a Python REPL")
+    @argument("--quiet", type=int, metavar="MS", help="stop waiting once output came and then nothing for MS")
+    @argument("--check", action="store_true", default=None, help="fail the cell (one line, after the output) when the program, or the command typed into an integrated shell, exits non-zero, as %%%%bash does; c.UnifiedExec.check makes it the default")
+    @argument("--no-check", dest="check", action="store_false", default=None, help="do not fail the cell on a non-zero exit (when c.UnifiedExec.check is on)")
+    @argument("--cwd", metavar="DIR", help="working directory of the new session")
+    @argument("--env", action="append", metavar="KEY=VALUE", help="environment variable for the new session (repeatable)")
+    @argument("--no-integration", action="store_true", help="start bash or zsh as it is, without the prompt markers that tell when a typed command is done")
+    @argument("--shell", action="store_true", help="run the body as a script with bash (a new session)")
+    @argument("--keys", nargs="+", metavar="KEY", help="named keys sent after the body: C-c, C-d, Enter, Tab, Escape, Up, Down, Left, Right, BSpace (on a %%uexec line they take the rest of the line)")
+    @argument("--no-newline", action="store_true", help="write the body without its trailing newline")
+    @argument("--raw", action="store_true", help="show the terminal text untouched (no rendering of \\r, colours kept as escapes)")
+    @argument("--format", choices=["text", "agent"], default="text", help="agent: report as Codex's exec tool does (wall time, exit code or session id, token count, output)")
+    @argument("--out", metavar="VAR", help="store the UnifiedExecResult in this variable")
+    @argument("--live", action="store_true", help="show the session in a live terminal (keeps updating after the cell; type into it)")
+    @no_var_expand  # `$HOME` and `{x}` are the shell's business, not IPython's
+    @line_cell_magic
+    def uexec(self, line, cell=None):
+        """Run a command in a pseudo-terminal session, or type into a running one.
+
+        Without --session the body is the command line (split like a shell
+        would, not run by one; use --shell for pipes and scripts) and starts a
+        new session. With --session ID the body is typed into that session,
+        then output is collected until the timeout or the program's exit.
+        As a line magic the rest of the line is the body:
+        `%uexec -s 0 ls -la`.
+        """
+        self._in_background(self.run_uexec(line, cell))
+
+    async def run_uexec(self, line: str, cell: str | None) -> None:
+        options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
+        args = _parse(self.uexec, options)
+        if args.out is not None and not args.out.isidentifier():
+            raise UsageError(f"--out needs a variable name, not {args.out!r}")
+        request = self._request(args, body)
+        wake_on_signals()
+        result = await run_in_cell(self.manager, request, self.live_view)
+        if args.out:
+            self.shell.user_ns[args.out] = result
+        failed = _failure(result)
+        if failed and (self.check if args.check is None else args.check):
+            raise UsageError(failed)
+
+    def _request(self, args, body: str) -> CellRequest:
+        if args.timeout is not None and args.timeout < 0:
+            raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
+        if args.quiet is not None and args.quiet < 0:
+            raise UsageError(f"--quiet must be 0 or more milliseconds, not {args.quiet}")
+        shown = {
+            "timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet,
+            "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,
+        }
+        if args.session is not None:
+            for option, given in (("--shell", args.shell), ("--name", args.name), ("--cwd", args.cwd), ("--env", args.env), ("--no-integration", args.no_integration)):
+                if given:
+                    raise UsageError(f"{option} starts a new session; it cannot go with --session")
+            return CellRequest(session_id=args.session, text=_typed(body, no_newline=args.no_newline) + _keys(args.keys), **shown)
+        if args.keys:
+            raise UsageError("--keys goes with --session: a new session has nothing to type into yet")
+        return CellRequest(
+            argv=self._command(body, script=args.shell),
+            name=args.name,
+            cwd=args.cwd,
+            env=_environment(args.env),
+            integration=False if args.no_integration else None,
+            **shown,
+        )
+
+    def _command(self, body: str, *, script: bool) -> list[str]:
+        if script:
+            if not body.strip():
+                raise UsageError("--shell needs a script in the cell body")
+            return [self.shell_program, "-c", body.rstrip("\n")]
+        try:
+            argv = shlex.split(body)
+        except ValueError as error:
+            raise UsageError(f"cannot split the command line: {error}") from None
+        if not argv:
+            raise UsageError("empty command: put the program to run after %%uexec (or in the cell)")
+        return argv
+
+    # -- %uexec_sessions / %uexec_kill ---------------------------------------
+
+    @line_magic
+    def uexec_sessions(self, line=""):
+        """Show the sessions of this kernel: id, command, pid, state, exit code, age."""
+        if line.strip():
+            raise UsageError("%uexec_sessions takes no arguments")
+        display(SessionTable(self.manager.list_sessions()))
+
+    @_plain_usage
+    @magic_arguments()
+    @argument("session", nargs="?", type=_session_key, metavar="ID|NAME", help="the session to stop")
+    @argument("--all", action="store_true", help="stop every session")
+    @argument("--signal", metavar="NAME", help="only send this signal (INT, TERM, KILL, HUP, ... or a number) to the foreground job")
+    @no_var_expand
+    @line_magic
+    def uexec_kill(self, line=""):
+        """Stop a session (every process in it), or send it a signal."""
+        self._in_background(self.run_uexec_kill(line))
+
+    async def run_uexec_kill(self, line: str) -> None:
+        args = _parse(self.uexec_kill, line)
+        if (args.session is None) == (not args.all):
+            raise UsageError("give a session id or --all (not both)")
+        sig = _signal(args.signal) if args.signal else None
+        ids = [info.session_id for info in self.manager.list_sessions()] if args.all else [args.session]
+        try:
+            for session_id in ids:
+                await self.manager.kill(session_id, sig)
+        except (UnifiedExecError, ProcessLookupError) as error:
+            raise UsageError(str(error)) from None
+        if not ids:
+            print("no sessions to close")
+            return
+        done = "closed" if sig is None else f"sent {signal.Signals(sig).name} to"
+        print(f"{done} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _in_background(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+
+        def done(finished: asyncio.Task) -> None:
+            self._background.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                error = finished.exception()
+                if isinstance(error, UsageError):
+                    print(f"UsageError: {error}")
+                else:
+                    self.shell.showtraceback((type(error), error, error.__traceback__))
+
+        task.add_done_callback(done)
+
+
+def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, str]:
+    """Split `%uexec` options from its body, keeping the body exactly as typed.
+
+    The options end at the first word that is not an option or an option's
+    value, as the magic's own parser defines them; `--` ends them too. Only
+    the options are tokenised (as a shell would), never the body.
+    """
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    values_due = 0
+    while True:
+        start = _skip_blanks(line, lexer.instream.tell())
+        if start >= len(line):
+            return line, ""
+        if not values_due and not line.startswith("-", start):
+            return line[:start], line[start:]
+        try:
+            token = lexer.get_token()
+        except ValueError as error:
+            raise UsageError(f"cannot read the options: {error}") from None
+        if values_due:
+            values_due -= 1
+            continue
+        if token == "--":
+            return line[:start], line[_skip_blanks(line, lexer.instream.tell()) :]
+        action = _option(parser, token)
+        if action is None:
+            continue  # not ours: the parser will say so
+        if action.nargs in ("+", "*", argparse.REMAINDER):
+            return line, ""  # --keys takes the rest of the line
+        if "=" not in token:
+            values_due = 1 if action.nargs is None else action.nargs if isinstance(action.nargs, int) else 0
+
+
+def _parse(magic, line: str):
+    """The options as a shell would split them (IPython's own splitter keeps the quotes)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as error:  # an unbalanced quote
+        raise UsageError(f"cannot read the options: {error}") from None
+    return magic.parser.parse_args(words)  # its errors are UsageErrors
+
+
+def _option(parser: argparse.ArgumentParser, token: str) -> argparse.Action | None:
+    name = token.split("=", 1)[0]
+    actions = parser._option_string_actions  # argparse's own table of option strings
+    if name in actions:
+        return actions[name]
+    matches = {actions[known] for known in actions if name.startswith("--") and known.startswith(name)}
+    return matches.pop() if len(matches) == 1 else None
+
+
+def _skip_blanks(line: str, position: int) -> int:
+    while position < len(line) and line[position] in " \t":
+        position += 1
+    return position
+
+
+def _environment(pairs: list[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    environment = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key or "\0" in pair:
+            raise UsageError(f"--env needs KEY=VALUE, not {pair!r}")
+        environment[key] = value
+    return environment
+
+
+def _failure(result) -> str | None:
+    """What --check fails a cell for: a program's non-zero exit, or a typed command's."""
+    if result.exit_code not in (None, 0):
+        return f"the program exited with code {result.exit_code}"
+    if result.command_exit_code not in (None, 0):
+        return f"the command exited with code {result.command_exit_code}"
+    return None
+
+
+def _typed(body: str, *, no_newline: bool) -> str:
+    if not body:
+        return ""
+    if no_newline:
+        return body[:-1] if body.endswith("\n") else body
+    return body if body.endswith("\n") else body + "\n"
+
+
+def _keys(names: list[str] | None) -> str:
+    try:
+        return keys_text(names or [])
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _signal(name: str) -> int:
+    try:
+        return signal_number(name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None

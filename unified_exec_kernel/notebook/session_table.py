@@ -1,0 +1,57 @@
+"""`%uexec_sessions`: the kernel's sessions as a table, HTML in a notebook, aligned text elsewhere."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Iterable
+from html import escape
+
+from ..core.models import SessionInfo
+
+
+class SessionTable:
+    headers = ("id", "name", "command", "pid", "state", "exit code", "age")
+
+    def __init__(self, sessions: Iterable[SessionInfo]):
+        now = time.time()
+        self.rows = [
+            (
+                str(info.session_id),
+                info.name or "",
+                command_label(info.command),
+                str(info.pid),
+                "running" if info.alive else "exited",
+                "" if info.exit_code is None else str(info.exit_code),
+                age(now - info.started),
+            )
+            for info in sessions
+        ]
+
+    def __repr__(self) -> str:
+        if not self.rows:
+            return "no uexec sessions"
+        table = [self.headers, *self.rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(self.headers))]
+        return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table)
+
+    def _repr_html_(self) -> str:
+        if not self.rows:
+            return "<p>no uexec sessions</p>"
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
+        body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in self.rows)
+        return f"<table class='uexec-sessions'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def command_label(argv: list[str], width: int = 60) -> str:
+    """A command on one line (a --shell script has newlines), shortened to `width`."""
+    label = shlex.join(arg.rstrip("\n") for arg in argv).replace("\n", "↵")
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def age(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

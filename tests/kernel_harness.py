@@ -80,12 +80,25 @@ class Kernel:
 
     def execute(self, code: str, timeout: float = 60, *, during=None) -> Execution:
         """Run a cell; `during(elapsed_messages)` is called after each iopub message (e.g. to interrupt)."""
-        started = time.monotonic()
-        msg_id = self.client.execute(code)
+        return self.finish_execute(self.start_execute(code), timeout, during=during)
+
+    def start_execute(self, code: str) -> str:
+        """Send a cell without waiting for it (to talk to the kernel while it runs); its msg_id."""
+        self._started_at = time.monotonic()
+        return self.client.execute(code)
+
+    def finish_execute(self, msg_id: str, timeout: float = 60, *, during=None) -> Execution:
+        """The cell `start_execute` sent, once it is idle (messages read meanwhile included)."""
+        started = getattr(self, "_started_at", time.monotonic())
         messages = []
-        deadline = started + timeout
+        deadline = time.monotonic() + timeout
+        pending = [msg for msg in self.backlog if msg["parent_header"].get("msg_id") == msg_id]
+        self.backlog = [msg for msg in self.backlog if msg["parent_header"].get("msg_id") != msg_id]
         while True:
-            msg = self.client.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
+            if pending:
+                msg = pending.pop(0)
+            else:
+                msg = self.client.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
             if msg["parent_header"].get("msg_id") != msg_id:
                 self.backlog.append(msg)
                 continue
@@ -111,39 +124,70 @@ class Kernel:
 
     # -- comms, as a front end opens them --------------------------------------
 
-    def comm_open(self, target: str, data: dict | None = None) -> str:
+    def comm_open(self, target: str, data: dict | None = None, *, subshell: str | None = None) -> str:
         comm_id = uuid.uuid4().hex
-        self.client.shell_channel.send(
-            self.client.session.msg("comm_open", {"comm_id": comm_id, "target_name": target, "data": data or {}})
-        )
+        self._send_shell("comm_open", {"comm_id": comm_id, "target_name": target, "data": data or {}}, subshell)
         return comm_id
 
-    def comm_send(self, comm_id: str, data) -> None:
-        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+    def comm_send(self, comm_id: str, data, *, subshell: str | None = None) -> None:
+        """A comm message, over `subshell` as JupyterLab >= 4.4 sends them (None: the main shell)."""
+        self._send_shell("comm_msg", {"comm_id": comm_id, "data": data}, subshell)
 
     def comm_close(self, comm_id: str) -> None:
-        self.client.shell_channel.send(self.client.session.msg("comm_close", {"comm_id": comm_id, "data": {}}))
+        self._send_shell("comm_close", {"comm_id": comm_id, "data": {}}, None)
+
+    def _send_shell(self, msg_type: str, content: dict, subshell: str | None) -> None:
+        msg = self.client.session.msg(msg_type, content)
+        if subshell is not None:
+            msg["header"]["subshell_id"] = subshell
+        self.client.shell_channel.send(msg)
+
+    # -- subshells (kernel protocol 5.5), as JupyterLab opens them for comms -------
+
+    def create_subshell(self) -> str:
+        return self._control("create_subshell_request", {})["subshell_id"]
+
+    def delete_subshell(self, subshell_id: str) -> None:
+        reply = self._control("delete_subshell_request", {"subshell_id": subshell_id})
+        assert reply["status"] == "ok", reply
+
+    def _control(self, msg_type: str, content: dict) -> dict:
+        msg = self.client.session.msg(msg_type, content)
+        self.client.control_channel.send(msg)
+        while True:
+            reply = self.client.get_control_msg(timeout=10)
+            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                return reply["content"]
 
     def comm_messages(self, comm_id: str, until, timeout: float = 20) -> list:
-        """Data of the kernel's messages on this comm, up to and including the first `until(data)` is true for."""
+        """Data of the kernel's messages on this comm, up to and including the first `until(data)` is true for.
+
+        Other messages read meanwhile (a running cell's) stay in the backlog, in order.
+        """
         found = []
+        others = []
         deadline = time.monotonic() + timeout
-        while True:
-            if self.backlog:
-                msg = self.backlog.pop(0)
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"timed out; saw {[d.get('type') for d in found]}")
-                try:
-                    msg = self.client.get_iopub_msg(timeout=remaining)
-                except queue.Empty:
-                    continue
-            if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == comm_id:
-                data = msg["content"]["data"]
-                found.append(data)
-                if until(data):
-                    return found
+        try:
+            while True:
+                if self.backlog:
+                    msg = self.backlog.pop(0)
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise AssertionError(f"timed out; saw {[d.get('type') for d in found]}")
+                    try:
+                        msg = self.client.get_iopub_msg(timeout=remaining)
+                    except queue.Empty:
+                        continue
+                if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == comm_id:
+                    data = msg["content"]["data"]
+                    found.append(data)
+                    if until(data):
+                        return found
+                else:
+                    others.append(msg)
+        finally:
+            self.backlog[:0] = others
 
     def shutdown(self, restart: bool = False) -> None:
         if restart:

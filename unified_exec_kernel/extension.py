@@ -1,18 +1,23 @@
 """`%load_ext unified_exec_kernel`: one session manager per kernel, and its faces.
 
-The manager lives on the kernel's own asyncio loop. Loading wires the magics,
-the cell rewrite that makes them cooperative (rewrite.py), the comm target, and the
-cleanup that ends every session's processes when the kernel shuts down or
-restarts and at interpreter exit. Shutdown runs on ipykernel 7's control
-thread, so that cleanup signals by pid and never touches the loop.
+The manager's sessions live on the engine's own loop, in one thread
+(jupyter/engine_thread.py), reached only through the bridge (jupyter/bridge.py),
+so they keep running while a cell runs Python. Loading wires the magics,
+the cell rewrite that makes them cooperative (notebook/rewrite.py), the comm
+target, and the cleanup that ends every session's processes and the engine's
+thread when the kernel shuts down or restarts and at interpreter exit.
+Shutdown runs on ipykernel 7's control thread, so that cleanup signals by
+pid and never touches the engine's loop from outside.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 
 from .jupyter import current, patches
+from .jupyter.bridge import Bridge
 from .notebook import rewrite
 from .live.comm import COMM_TARGET, open_handler
 from .jupyter.config import UnifiedExec
@@ -29,50 +34,65 @@ def load_ipython_extension(ipython) -> None:
         return
     settings = UnifiedExec(parent=ipython)
     manager = UnifiedExecSessionManager(**settings.manager_options())
-    live_view = LiveViews(manager)
-    magics = UnifiedExecMagics(ipython, manager, shell_program=settings.shell, live_view=live_view, check=settings.check)
+    kernel = getattr(ipython, "kernel", None)
+    bridge = Bridge(kernel_loop=functools.partial(_kernel_loop, kernel))
+    magics = UnifiedExecMagics(
+        ipython, manager, bridge, shell_program=settings.shell, live_view=LiveViews(manager, bridge), check=settings.check
+    )
     ipython.register_magics(magics)
     rewrite.install(ipython)
     ipython.events.register("pre_run_cell", patches.reset_last_traceback)
-    atexit.register(manager.terminate_all_threadsafe)
-    kernel = getattr(ipython, "kernel", None)
+    end = functools.partial(end_sessions, manager, bridge)
+    atexit.register(end)
     if kernel is not None:
         from .kernel import UnifiedExecKernel
 
+        # The engine's thread publishes beside the kernel's own threads.
+        patches.atomic_message_ids(kernel.session)
         if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
-            patches.end_sessions_on_shutdown(kernel, manager.terminate_all_threadsafe)
-        _open_comm_target(kernel, manager)
+            patches.end_sessions_on_shutdown(kernel, end)
+        import comm
+
+        comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
     close_sessions_on_sigterm(ipython, manager)
-    current.set_manager(ipython, manager, magics)
+    current.set_manager(ipython, manager, magics, bridge)
+    ipython._uexec_end = end  # what unload takes off atexit
 
 
 def unload_ipython_extension(ipython) -> None:
-    manager = current.manager_of(ipython)
+    manager, bridge = current.manager_of(ipython), current.bridge_of(ipython)
     if manager is None:
         return
     rewrite.uninstall(ipython)
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
-    atexit.unregister(manager.terminate_all_threadsafe)
+    atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
     current.set_manager(ipython, None)
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        manager.terminate_all_threadsafe()  # no loop (a terminal IPython): blocking is fine
+        end_sessions(manager, bridge)  # no loop (a terminal IPython): blocking is fine
         return
-    # %unload_ext runs on the kernel's loop: close without sleeping on it.
-    task = loop.create_task(manager.close_all())
+    # %unload_ext runs on the kernel's loop: close the sessions on the engine's,
+    # then end its thread, without sleeping on this one.
+    task = loop.create_task(bridge.stop_async(manager.close_all))
     _closing.add(task)
     task.add_done_callback(_closing.discard)
 
 
-def _open_comm_target(kernel, manager: UnifiedExecSessionManager) -> None:
-    import comm
+def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:
+    """End every session's processes, then the engine's thread, from any thread but the engine's. Blocks.
 
-    def kernel_loop() -> asyncio.AbstractEventLoop:
-        # `io_loop` exists once the kernel has started (UnifiedExecKernel loads
-        # this extension before that); comm handlers may run on another thread.
-        io_loop = getattr(kernel, "io_loop", None)
-        return io_loop.asyncio_loop if io_loop is not None else asyncio.get_event_loop()
+    For shutdown and restart (ipykernel 7 runs `do_shutdown` on its control
+    thread) and atexit: the processes are signalled by pid, which touches
+    no loop, so it works even when the engine's loop is busy or gone.
+    """
+    manager.terminate_all_threadsafe()
+    bridge.stop()
 
-    comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, kernel_loop))
+
+def _kernel_loop(kernel) -> asyncio.AbstractEventLoop | None:
+    # `io_loop` exists once the kernel has started (UnifiedExecKernel loads
+    # this extension before that).
+    io_loop = getattr(kernel, "io_loop", None)
+    return io_loop.asyncio_loop if io_loop is not None else None

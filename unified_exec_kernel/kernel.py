@@ -5,6 +5,7 @@ from __future__ import annotations
 from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
+from .extension import end_sessions
 from .jupyter import current
 
 
@@ -19,8 +20,8 @@ class UnifiedExecKernel(IPythonKernel):
 
     def do_shutdown(self, restart):
         # ipykernel 7 calls this on its control thread: end the sessions by
-        # signalling their processes, without touching the loop they live on.
+        # signalling their processes, then the engine's thread.
         manager = current.manager_of(self.shell)
         if manager is not None:
-            manager.terminate_all_threadsafe()
+            end_sessions(manager, current.bridge_of(self.shell))
         return super().do_shutdown(restart)

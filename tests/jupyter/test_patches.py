@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from IPython.core.interactiveshell import InteractiveShell
 
 from unified_exec_kernel.jupyter.patches import reset_last_traceback
@@ -31,3 +33,42 @@ def test_the_last_traceback_is_reset_before_every_cell():
     shell._last_traceback = ["an older cell's traceback"]
     reset_last_traceback()
     assert shell._last_traceback is None
+
+
+def test_message_ids_stay_unique_when_threads_publish_at_once():
+    from jupyter_client.session import Session
+
+    from unified_exec_kernel.jupyter.patches import atomic_message_ids
+
+    session = Session()
+    session.message_count = 5
+    atomic_message_ids(session)
+    atomic_message_ids(session)  # twice is once
+    assert isinstance(session, Session) and type(session).__name__ == "Session"
+    ids: list[list[str]] = [[] for _ in range(4)]
+
+    def publish(found):
+        for _ in range(20_000):
+            found.append(session.msg_id)
+
+    threads = [threading.Thread(target=publish, args=(found,)) for found in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [msg_id for found in ids for msg_id in found]
+    assert len(set(every)) == len(every) == 80_000
+    assert min(int(msg_id.rsplit("_", 1)[1]) for msg_id in every) == 5  # the count goes on where it was
+
+
+def test_our_comms_take_front_end_messages_on_the_subshell_they_came_by():
+    from ipykernel.comm import Comm
+
+    from unified_exec_kernel.jupyter.patches import route_by_own_subshell
+
+    comm = Comm(target_name="unified_exec", primary=False)
+    comm._reply_subshell_id = "deleted-subshell"  # what ipykernel 7.4 keeps after a publish
+    assert comm._reply_subshell_for({}, "subshell-b") == "deleted-subshell"
+    route_by_own_subshell(comm)
+    assert comm._reply_subshell_for({}, "subshell-b") == "subshell-b"
+    assert comm._reply_subshell_for({"request_id": 3}, None) is None

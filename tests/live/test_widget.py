@@ -49,12 +49,19 @@ def test_live_view_attaches_types_resizes_and_sees_the_exit(kernel):
     events = custom_until(kernel, model_id, lambda c: c["type"] == "data" and "42" in c["data"])
     assert "33 101" in "".join(c["data"] for c in events if c["type"] == "data")
     custom(kernel, model_id, {"type": "input", "data": "exit 3\r"})
-    found = kernel.comm_messages(model_id, lambda d: d.get("method") == "custom" and d["content"]["type"] == "exited")
-    assert found[-1]["content"]["exit_code"] == 3
+    exited = []
     updates = {}
-    for message in found:
+
+    def seen_both(message) -> bool:
+        # `exited` goes out from the engine; the traits change on the kernel's main thread, just after.
+        if message.get("method") == "custom" and message["content"]["type"] == "exited":
+            exited.append(message["content"])
         if message.get("method") == "update":
             updates.update(message["state"])
+        return bool(exited) and "alive" in updates and "exit_code" in updates
+
+    kernel.comm_messages(model_id, seen_both)
+    assert exited[-1]["exit_code"] == 3
     assert updates.get("alive") is False and updates.get("exit_code") == 3
 
 

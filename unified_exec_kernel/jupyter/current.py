@@ -1,4 +1,4 @@
-"""The manager (and magics) of the running kernel, for code that was not handed them.
+"""The manager (with its bridge and magics) of the running kernel, for code that was not handed them.
 
 `%load_ext` makes one manager per kernel and keeps it on the IPython shell
 (not in the user's namespace, which `%reset` clears). A user's
@@ -11,29 +11,43 @@ from ..core.manager import UnifiedExecSessionManager
 
 _MANAGER = "unified_exec_manager"
 _MAGICS = "unified_exec_magics"
+_BRIDGE = "unified_exec_bridge"
+_NOT_LOADED = "load the extension first: %load_ext unified_exec_kernel"
 
 
-def set_manager(shell, manager: UnifiedExecSessionManager | None, magics=None) -> None:
+def set_manager(shell, manager: UnifiedExecSessionManager | None, magics=None, bridge=None) -> None:
     setattr(shell, _MANAGER, manager)
     setattr(shell, _MAGICS, magics)
+    setattr(shell, _BRIDGE, bridge)
 
 
 def manager_of(shell) -> UnifiedExecSessionManager | None:
     return getattr(shell, _MANAGER, None)
 
 
+def bridge_of(shell):
+    """The `Bridge` to the engine's loop, where the manager's sessions live."""
+    return getattr(shell, _BRIDGE, None)
+
+
 def magics_of(shell):
     """The `UnifiedExecMagics` of this shell (what a rewritten cell awaits)."""
     magics = getattr(shell, _MAGICS, None)
     if magics is None:
-        raise RuntimeError("load the extension first: %load_ext unified_exec_kernel")
+        raise RuntimeError(_NOT_LOADED)
     return magics
 
 
-def current_manager() -> UnifiedExecSessionManager:
+def current_engine():
+    """The running kernel's manager and the bridge to it."""
     from IPython import get_ipython
 
-    manager = manager_of(get_ipython())
+    shell = get_ipython()
+    manager = manager_of(shell)
     if manager is None:
-        raise RuntimeError("load the extension first: %load_ext unified_exec_kernel")
-    return manager
+        raise RuntimeError(_NOT_LOADED)
+    return manager, bridge_of(shell)
+
+
+def current_manager() -> UnifiedExecSessionManager:
+    return current_engine()[0]

@@ -7,6 +7,8 @@ what it cannot, and for `%load_ext unified_exec_kernel` in a plain kernel.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import signal
 from collections.abc import Callable
 
@@ -62,3 +64,42 @@ def wake_on_signals() -> None:
     except (RuntimeError, ValueError, NotImplementedError):
         return  # not the main thread, or a loop without signal support
     _woken.add(id(loop))
+
+
+def atomic_message_ids(session) -> None:
+    """jupyter_client 8.10: give a kernel's `Session` message ids that threads cannot repeat.
+
+    `Session.msg_id` reads `message_count`, then adds one: two threads
+    publishing at once (the engine's live output beside a cell's, or
+    ipykernel's subshells) can read the same count and send two messages
+    with one id. A C-level counter hands each caller its own number.
+    """
+    if getattr(type(session), "_uexec_atomic_ids", False):
+        return
+    counter = itertools.count(session.message_count)
+
+    class AtomicIdSession(type(session)):
+        _uexec_atomic_ids = True
+
+        @property
+        def msg_id(self) -> str:
+            return f"{self.session}_{os.getpid()}_{next(counter)}"
+
+    AtomicIdSession.__name__ = AtomicIdSession.__qualname__ = type(session).__name__
+    session.__class__ = AtomicIdSession
+
+
+def route_by_own_subshell(comm) -> None:
+    """ipykernel 7.4: deliver a front end's messages on `comm` to the subshell it sent them on.
+
+    7.4 remembers the subshell of whatever parent the kernel last published
+    under on a comm, and routes the front end's later messages on it there,
+    overriding the subshell the front end chose. Our handlers run on any
+    thread (they hand the work to the engine), so the front end's own choice
+    is right, and the remembered one is wrong twice over: a live view's
+    output, published under the cell that showed it, would pin keystrokes to
+    the main shell (waiting for any busy cell), and a subshell deleted when a
+    notebook closes would make every later message fail.
+    """
+    if hasattr(comm, "_reply_subshell_for"):
+        comm._reply_subshell_for = lambda _data, default: default

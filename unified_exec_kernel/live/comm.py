@@ -2,39 +2,44 @@
 
 A carrier and nothing more: a front end (the Sessions panel, an agent) opens
 a comm; every message it sends goes to one `Endpoint`, and every answer goes
-back on the comm. Handlers may run on a subshell thread in ipykernel 7, so
-each message hops onto the kernel's loop, where the sessions live.
+back on the comm. Handlers run on whichever thread ipykernel picks (a
+subshell's, or the main one); each message is handed to the engine's loop,
+where the sessions live, through the bridge, and answered from there
+without waiting for the main thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from ..core.manager import UnifiedExecSessionManager
+from ..jupyter.bridge import Bridge
+from ..jupyter.patches import route_by_own_subshell
 from ..protocol import Endpoint, messages
 
 COMM_TARGET = "unified_exec"
 
 
 class UnifiedExecComm:
-    """One open comm: its endpoint, and the `sessions_changed` events it is owed."""
+    """One open comm: its endpoint, and the `sessions_changed` events it is owed. Lives on the engine's loop."""
 
-    def __init__(self, comm, manager: UnifiedExecSessionManager, loop: asyncio.AbstractEventLoop):
+    def __init__(self, comm, manager: UnifiedExecSessionManager):
         self.comm = comm
-        self.loop = loop
+        self.manager = manager
         self.endpoint = Endpoint(manager, comm.send)
         self._change_pending = False
-        self._stop_listening = manager.add_listener(self._sessions_changed)
-        comm.on_msg(lambda msg: loop.call_soon_threadsafe(self.endpoint.receive, msg.get("content", {}).get("data")))
-        comm.on_close(lambda _msg=None: loop.call_soon_threadsafe(self.close))
-        comm.send(messages.hello(manager))
+        self._stop_listening = lambda: None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_listening = self.manager.add_listener(self._sessions_changed)
+        self.comm.send(messages.hello(self.manager))
 
     def _sessions_changed(self) -> None:
         # Coalesce a burst of changes (close_all) into one event.
         if not self._change_pending:
             self._change_pending = True
-            self.loop.call_soon(self._announce_change)
+            self._loop.call_soon(self._announce_change)
 
     def _announce_change(self) -> None:
         self._change_pending = False
@@ -45,14 +50,19 @@ class UnifiedExecComm:
         self.endpoint.close()
 
 
-def open_handler(manager: UnifiedExecSessionManager, kernel_loop: Callable[[], asyncio.AbstractEventLoop]):
-    """The comm target's open handler, bound to the kernel's manager and its loop.
+def open_handler(manager: UnifiedExecSessionManager, bridge: Bridge):
+    """The comm target's open handler, bound to the kernel's manager and the bridge to its loop.
 
-    The comm keeps its handlers, and they keep the `UnifiedExecComm`, alive.
+    The handlers are registered before `on_open` returns, and each posts to
+    the engine in order, so no message can overtake the comm's start. The
+    comm keeps its handlers, and they keep the `UnifiedExecComm`, alive.
     """
 
     def on_open(comm, _open_msg) -> None:
-        loop = kernel_loop()
-        loop.call_soon_threadsafe(UnifiedExecComm, comm, manager, loop)
+        route_by_own_subshell(comm)
+        peer = UnifiedExecComm(comm, manager)
+        bridge.post(peer.start)
+        comm.on_msg(lambda msg: bridge.post(peer.endpoint.receive, msg.get("content", {}).get("data")))
+        comm.on_close(lambda _msg=None: bridge.post(peer.close))
 
     return on_open

@@ -3,13 +3,12 @@
 Thin on purpose: the synced traits, a pointer to the front-end module, and
 a carrier for the protocol's `attach`/`input`/`resize` (docs/protocol.md)
 over the widget's custom messages, answered by the same `Endpoint` as the
-comm. The view keeps working after its cell finished, because the endpoint
-runs on the kernel's loop, not in the cell.
+comm. The view keeps working after its cell finished, and while other cells
+run Python, because the endpoint runs on the engine's loop, not in the cell.
 """
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 
 import anywidget
@@ -18,7 +17,9 @@ from traitlets import Bool, Int, Unicode
 from . import frontend
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import exit_state
-from ..jupyter.current import current_manager
+from ..jupyter.bridge import Bridge
+from ..jupyter.current import current_engine
+from ..jupyter.patches import route_by_own_subshell
 from ..protocol import Endpoint
 from ..screen.render import render_terminal_text
 
@@ -33,27 +34,38 @@ class TerminalWidget(anywidget.AnyWidget):
     alive = Bool(True, help="whether the program still runs").tag(sync=True)
     exit_code = Int(None, allow_none=True, help="the exit code once it has exited").tag(sync=True)
 
-    def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, **kwargs):
-        manager = manager or current_manager()
+    def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, bridge: Bridge | None = None, **kwargs):
+        """`manager` and the `bridge` to its loop default to the running kernel's."""
+        if manager is None:
+            manager, bridge = current_engine()
+        if bridge is None:
+            raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
-        session = manager.session(session_id)
+        session = bridge.call(manager.session, session_id)
         super().__init__(session_id=session_id, title=shlex.join(session.argv), **kwargs)
         self._session = session
-        loop = asyncio.get_running_loop()
-        session.on_exit(self._on_exit)  # before any `exited` is sent
+        self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
-        self._endpoint.stream(session)  # live from now on; `attach` adds the history
-        # Widget messages may arrive on a subshell thread; the session lives on the loop.
-        self.on_msg(lambda _widget, content, _buffers: loop.call_soon_threadsafe(self._endpoint.receive, content))
+        bridge.call(self._start_streaming)
+        # Messages may arrive on a subshell's thread: each goes to the engine's
+        # loop, and the echo goes out from there, whatever the main thread does.
+        route_by_own_subshell(self.comm)
+        self.on_msg(lambda _widget, content, _buffers: bridge.post(self._endpoint.receive, content))
 
-    def _on_exit(self, session) -> None:
+    def _start_streaming(self) -> None:
+        """On the engine: hear the exit (before any `exited` is sent), stream from now on; `attach` adds the history."""
+        self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code))
+        self._endpoint.stream(self._session)
+
+    def _on_exit(self, exit_code: int | None) -> None:
+        # On the kernel's main thread: a widget's traits change on one thread only.
         self.alive = False
-        self.exit_code = session.exit_code
+        self.exit_code = exit_code
 
     def close(self) -> None:
         endpoint = getattr(self, "_endpoint", None)
         if endpoint is not None:
-            endpoint.close()
+            self._bridge.post(endpoint.close)
         super().close()
 
     def _repr_mimebundle_(self, **kwargs):
@@ -62,7 +74,7 @@ class TerminalWidget(anywidget.AnyWidget):
         note = ""
         if not frontend.built():
             bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
-        _, scrollback = self._session.scrollback_snapshot()
+        _, scrollback = self._bridge.call(self._session.scrollback_snapshot)
         snapshot = render_terminal_text(scrollback.decode("utf-8")).rstrip("\n")
         state = exit_state(self.alive, self.exit_code)
         bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]{note}".lstrip("\n")
@@ -72,11 +84,12 @@ class TerminalWidget(anywidget.AnyWidget):
 class LiveViews:
     """What `%%uexec --live` shows: a `TerminalWidget` of the kernel's manager, or why it cannot."""
 
-    def __init__(self, manager: UnifiedExecSessionManager):
+    def __init__(self, manager: UnifiedExecSessionManager, bridge: Bridge):
         self.manager = manager
+        self.bridge = bridge
 
     def __call__(self, session_id: int) -> TerminalWidget:
-        return TerminalWidget(session_id, manager=self.manager)
+        return TerminalWidget(session_id, manager=self.manager, bridge=self.bridge)
 
     @staticmethod
     def unavailable() -> str | None:

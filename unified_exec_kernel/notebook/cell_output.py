@@ -11,6 +11,7 @@ shows the whole result and a status line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from IPython.display import display
 
@@ -39,19 +40,28 @@ class CellOutput:
         self.raw = raw
         self._handle = None
         self._tail = b""
-        self._batches: Batcher | None = None
 
-    def watch(self, session: PtySession):
-        """Show the session's output as it arrives; returns the function that stops it."""
-        self._batches = Batcher(
-            self._show_tail,
+    def watch(self, session: PtySession, deliver: Callable[..., None]):
+        """Show the session's output as it arrives; returns the function that stops it.
+
+        Call it on the session's loop (the engine's); `deliver(function, batch)`
+        runs the display update on the cell's (the bridge's `to_kernel`).
+        """
+        batches = Batcher(
+            lambda batch: deliver(self._show_tail, batch),
             interval=_update_interval,
             budget=lambda wanted: min(wanted, TAIL_BYTES),
             keep_bytes=TAIL_BYTES,
             offset=session.offset,
             leading=False,
         )
-        return session.subscribe(self._batches.push)
+        unsubscribe = session.subscribe(batches.push)
+
+        def stop() -> None:
+            unsubscribe()
+            batches.cancel()
+
+        return stop
 
     def _show_tail(self, batch: Batch) -> None:
         self._tail = newest(self._tail + batch.data if not batch.skipped else batch.data, TAIL_BYTES)
@@ -68,8 +78,6 @@ class CellOutput:
         self.finish_text(body + status_line(result, interrupted=interrupted))
 
     def finish_text(self, text: str) -> None:
-        if self._batches is not None:
-            self._batches.cancel()
         self._show(text)
 
     def _show(self, text: str) -> None:

@@ -2,13 +2,14 @@
 
 It starts the session or picks the one to type into, shows the output as it
 arrives (the cell's display, or a live terminal), waits on the kernel's loop
-without blocking it, and ends the wait, but not the program, when the stop
-button is pressed.
+without blocking it while the session is read on the engine's, and ends the
+wait, but not the program, when the stop button is pressed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +21,7 @@ from ..core.agent_format import format_for_agent
 from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import UnifiedExecResult
+from ..jupyter.bridge import Bridge
 
 
 class LiveView(Protocol):
@@ -52,43 +54,53 @@ class CellRequest:
 
 
 async def run_in_cell(
-    manager: UnifiedExecSessionManager, request: CellRequest, live_view: LiveView | None
+    manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, live_view: LiveView | None
 ) -> UnifiedExecResult:
+    """Runs on the kernel's loop; the session's side of it runs on the engine's, through `bridge`."""
     if request.live and live_view is None:
         raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
     # Without its front end the view could show only a snapshot: the cell
     # shows the output as it arrives instead, as a cell without --live does.
     not_built = live_view.unavailable() if request.live else None
     live = request.live and not_built is None
-    with _one_line_errors():
+    view = None if live else CellOutput(raw=request.raw or request.agent_format)
+
+    def begin() -> tuple[int, Callable[[], None]]:
+        # On the engine's loop, in one step: it reads a new session at once,
+        # so the view must hear it from the spawn on, or miss its first words.
         if request.argv is not None:
             session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration)
         else:
             session_id = manager.session(request.session_id).session_id
-        session = manager.session(session_id)
+        watching = view.watch(manager.session(session_id), bridge.to_kernel) if view is not None else (lambda: None)
+        return session_id, watching
+
+    with _one_line_errors():
+        session_id, stop_watching = await bridge.run(begin)
         if live:
             display(live_view(session_id))
         elif request.live:
             print(f"[--live shows text here: {not_built}]")
-    view = None if live else CellOutput(raw=request.raw or request.agent_format)
-    stop_watching = view.watch(session) if view is not None else (lambda: None)
     stop = asyncio.Event()
-    # A new session's wait is a start's: an integrated shell waits for its first prompt.
-    collect = manager.write(
-        session_id,
-        request.text,
-        timeout_ms=request.timeout_ms,
-        stop=stop,
-        until=request.until,
-        quiet_ms=request.quiet_ms,
-        # A cell that types shows what its own input produced, not what came before.
-        earlier_output=not request.text,
-        first_prompt=request.argv is not None,
-    )
-    try:
-        result, interrupted = await _wait(collect, stop)
-    finally:
-        stop_watching()
+
+    async def collect() -> UnifiedExecResult:
+        try:
+            return await manager.write(
+                session_id,
+                request.text,
+                timeout_ms=request.timeout_ms,
+                stop=stop,
+                until=request.until,
+                quiet_ms=request.quiet_ms,
+                # A cell that types shows what its own input produced, not what came before.
+                earlier_output=not request.text,
+                # A new session's wait is a start's: an integrated shell waits for its first prompt.
+                first_prompt=request.argv is not None,
+            )
+        finally:
+            stop_watching()
+
+    result, interrupted = await _wait(bridge, collect, stop)
     if view is None:
         print(status_line(result, interrupted=interrupted))
     elif request.agent_format:
@@ -104,16 +116,21 @@ async def run_in_cell(
     return result
 
 
-async def _wait(work, stop: asyncio.Event) -> tuple[UnifiedExecResult, bool]:
-    """The result, and whether an interrupt (the stop button) ended the wait early."""
-    task = asyncio.ensure_future(work)
+async def _wait(bridge: Bridge, collect, stop: asyncio.Event) -> tuple[UnifiedExecResult, bool]:
+    """The result, and whether an interrupt (the stop button) ended the wait early.
+
+    The interrupt cancels this cell's task on the kernel's loop; the wait on
+    the engine is shielded from it and told to stop instead, so it still
+    answers with what arrived, and the session lives on.
+    """
+    task = asyncio.ensure_future(bridge.run(collect))
     with _one_line_errors():
         try:
             return await asyncio.shield(task), False
         except asyncio.CancelledError:
             if task.done() and task.cancelled():
                 raise
-            stop.set()
+            bridge.post(stop.set)
             _uncancel()
             return await task, True
         except ValueError as error:  # a bad --until pattern

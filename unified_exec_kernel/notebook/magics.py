@@ -1,8 +1,9 @@
 """`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`: parse the line, hand on the request.
 
-Waiting for a session must not block the kernel's loop (that loop reads every
-session, feeds live views and runs timers). A synchronous magic would block
-it, so `rewrite.py` turns `%%uexec` cells and `%uexec`/`%uexec_kill` lines
+Waiting for a session must not block the kernel's loop (a cell's display
+updates, interrupts and other comm traffic run there; the sessions themselves
+are read on the engine's own loop). A synchronous magic would block it, so
+`rewrite.py` turns `%%uexec` cells and `%uexec`/`%uexec_kill` lines
 into `await`s of the coroutines here, which ipykernel runs as a task on its
 loop. The registered magics remain for calls that bypass the rewrite
 (`run_cell_magic`, `%autoawait off`): they start the same coroutine as a
@@ -29,6 +30,7 @@ from .cell_run import CellRequest, run_in_cell
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
+from ..jupyter.bridge import Bridge
 from ..jupyter.patches import wake_on_signals
 from .session_table import SessionTable
 
@@ -49,13 +51,16 @@ def _plain_usage(magic):
 class UnifiedExecMagics(Magics):
     """Parse and dispatch; most of its length is the option table, which documents `%%uexec?`."""
 
-    def __init__(self, shell, manager: UnifiedExecSessionManager, *, shell_program: str = "bash", live_view=None, check: bool = False):
+    def __init__(
+        self, shell, manager: UnifiedExecSessionManager, bridge: Bridge, *, shell_program: str = "bash", live_view=None, check: bool = False
+    ):
         """`live_view` makes the view `--live` shows (the extension passes the live face's `LiveViews`).
 
         `check`: fail a cell on a non-zero exit unless it says --no-check.
         """
         super().__init__(shell)
         self.manager = manager
+        self.bridge = bridge  # the manager's sessions live on the engine's loop
         self.shell_program = shell_program
         self.check = check
         self.live_view = live_view
@@ -103,7 +108,7 @@ class UnifiedExecMagics(Magics):
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
         wake_on_signals()
-        result = await run_in_cell(self.manager, request, self.live_view)
+        result = await run_in_cell(self.manager, self.bridge, request, self.live_view)
         if args.out:
             self.shell.user_ns[args.out] = result
         failed = _failure(result)
@@ -155,7 +160,7 @@ class UnifiedExecMagics(Magics):
         """Show the sessions of this kernel: id, command, pid, state, exit code, age."""
         if line.strip():
             raise UsageError("%uexec_sessions takes no arguments")
-        display(SessionTable(self.manager.list_sessions()))
+        display(SessionTable(self.bridge.call(self.manager.list_sessions)))
 
     @_plain_usage
     @magic_arguments()
@@ -173,10 +178,10 @@ class UnifiedExecMagics(Magics):
         if (args.session is None) == (not args.all):
             raise UsageError("give a session id or --all (not both)")
         sig = _signal(args.signal) if args.signal else None
-        ids = [info.session_id for info in self.manager.list_sessions()] if args.all else [args.session]
+        ids = [info.session_id for info in await self.bridge.run(self.manager.list_sessions)] if args.all else [args.session]
         try:
             for session_id in ids:
-                await self.manager.kill(session_id, sig)
+                await self.bridge.run(self.manager.kill, session_id, sig)
         except (UnifiedExecError, ProcessLookupError) as error:
             raise UsageError(str(error)) from None
         if not ids:

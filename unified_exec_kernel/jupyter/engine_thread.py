@@ -1,0 +1,135 @@
+"""The engine's own asyncio loop, in one daemon thread the kernel extension owns.
+
+The kernel's main loop is the one a running cell holds: a PTY read there
+waits for the cell, so a session printing during `time.sleep(3)` kept 1-2%
+of its pace and blocked once ~64 KB were unread. Every session, reader,
+timer and live stream therefore lives on this loop instead, whatever the
+main thread does. It has ipykernel's own threads' shape (Control, IOPub,
+subshells): one loop per thread, stopped through the loop's thread-safe
+callback, joined on the way out. Only jupyter/bridge.py hands it work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+THREAD_NAME = "uexec-engine"
+JOIN_TIMEOUT_S = 5.0
+
+
+class EngineThread:
+    """One loop in one thread, started on first use; `stop` ends both, and it can start again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # start and stop may race from the main and control threads
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def ident(self) -> int | None:
+        return self._thread.ident if self._thread is not None else None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The engine's loop, the thread started if need be (it runs by the time this returns)."""
+        with self._lock:
+            if self._loop is None or not self.running:
+                self._start()
+            return self._loop
+
+    def _start(self) -> None:
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        thread = threading.Thread(target=self._run, args=(loop, ready), name=THREAD_NAME, daemon=True)
+        thread.start()
+        ready.wait()
+        self._loop, self._thread = loop, thread
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(ready.set)
+        try:
+            loop.run_forever()
+        finally:
+            try:
+                _cancel_remaining(loop)
+            finally:
+                loop.close()
+
+    def stop(self, before: Callable[[], Awaitable[None]] | None = None, *, timeout: float = JOIN_TIMEOUT_S) -> bool:
+        """Run `before()` on the loop (closing the sessions), stop it and join the thread. Blocks.
+
+        For the thread that shuts the kernel down (ipykernel's control thread,
+        atexit), never for a loop's own thread. True if the thread ended.
+        """
+        thread, loop = self._retire()
+        if thread is None:
+            return True
+        if thread is threading.current_thread():
+            raise RuntimeError("the engine thread cannot join itself")
+        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_then_stop(loop, before)))
+        thread.join(timeout)
+        if thread.is_alive():
+            log.warning("uexec: the engine thread did not end within %.0f s", timeout)
+            return False
+        return True
+
+    async def stop_async(self, before: Callable[[], Awaitable[None]] | None = None) -> None:
+        """`stop` for code on another loop (an unload on the kernel's): waits without blocking it."""
+        thread, loop = self._retire()
+        if thread is None:
+            return
+        finished = asyncio.get_running_loop().create_future()
+        caller = asyncio.get_running_loop()
+
+        async def end() -> None:
+            try:
+                await _then_stop(loop, before)
+            finally:
+                caller.call_soon_threadsafe(_resolve, finished)
+
+        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(end()))
+        await finished
+        # The loop has stopped; what is left of the thread is closing the loop.
+        thread.join(JOIN_TIMEOUT_S)
+
+    def _retire(self) -> tuple[threading.Thread | None, asyncio.AbstractEventLoop | None]:
+        with self._lock:
+            thread, loop = self._thread, self._loop
+            self._thread = self._loop = None
+        if thread is None or not thread.is_alive():
+            return None, None
+        return thread, loop
+
+
+async def _then_stop(loop: asyncio.AbstractEventLoop, before) -> None:
+    try:
+        if before is not None:
+            await before()
+    except Exception:
+        log.exception("uexec: closing the sessions failed")
+    finally:
+        loop.stop()
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
+    """Tasks still pending when the loop stops (a watch, a wait) end as cancelled, not as warnings."""
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))

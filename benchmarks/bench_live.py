@@ -3,6 +3,7 @@
     python benchmarks/bench_live.py                          # all cases
     python benchmarks/bench_live.py keys_kernel flood_view   # some
     python benchmarks/bench_live.py keys_browser keys_protocol keys_terminal  # the echo against JupyterLab's terminal
+    python benchmarks/bench_live.py keys_browser keys_busy  # the echo while a cell runs Python, against idle
     python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
 
 Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
@@ -78,6 +79,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import psutil
 from jupyter_client.manager import KernelManager
@@ -706,6 +708,32 @@ async code => {
 """
 
 
+# keys_busy: keys_browser while a cell runs Python (a `time.sleep` loop holding the kernel's main thread).
+BUSY_CELL = """
+import os, time
+open({started!r}, "w").close()
+deadline = time.monotonic() + 300
+while not os.path.exists({flag!r}) and time.monotonic() < deadline:
+    time.sleep(0.005)
+open({started!r}.replace("started", "ended"), "w").close()
+"""
+START_IN_KERNEL_JS = """
+code => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  kernel.requestExecute({ code, silent: true, store_history: false });
+  return true;
+}
+"""
+
+
+def keys_busy() -> dict:
+    flag = Path(tempfile.mkdtemp(prefix="bench-busy-")) / "flag"
+    try:
+        return _live_view_keys(_get_lab(), busy_flag=flag)
+    finally:
+        flag.touch()
+
+
 def keys_protocol() -> dict:
     lab = _get_lab()
     status = lab.page.evaluate(RUN_IN_KERNEL_JS, QUIET_COMM_STATUS)
@@ -716,8 +744,12 @@ def keys_protocol() -> dict:
         lab.page.evaluate(RUN_IN_KERNEL_JS, RESTORE_STATUS)
 
 
-def _live_view_keys(lab: Lab) -> dict:
-    """keys_browser's measurement: a new `cat` in cell 0's live view, typed into; timed in the page."""
+def _live_view_keys(lab: Lab, busy_flag: Path | None = None) -> dict:
+    """keys_browser's measurement: a new `cat` in cell 0's live view, typed into; timed in the page.
+
+    `busy_flag`: type while a Python cell holds the kernel's main thread (keys_busy); it runs
+    from after the view is shown until this file exists, which is made before the floor is taken.
+    """
     page = lab.page
     shown = "[...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')].map(t => t.dataset.sessionId)"
     before = page.evaluate(f"() => {shown}")  # a view from an earlier case, replaced when the cell runs again
@@ -734,6 +766,13 @@ def _live_view_keys(lab: Lab) -> dict:
         timeout=5000,
     )
     cells_before = page.locator(".jp-Notebook .jp-Cell").count()
+    if busy_flag is not None:
+        started = busy_flag.with_name("started")
+        page.evaluate(START_IN_KERNEL_JS, BUSY_CELL.format(started=str(started), flag=str(busy_flag)))
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert started.exists(), "the busy cell did not start"
     lab.key_probe("term", rows)
     page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], on: true }); }")
     rng = random.Random(5)
@@ -752,6 +791,10 @@ def _live_view_keys(lab: Lab) -> dict:
     log = page.evaluate(
         "() => { window.__wsLog.on = false; return { sent: window.__wsLog.sent, recv: window.__wsLog.recv }; }"
     )
+    if busy_flag is not None:
+        assert not busy_flag.with_name("ended").exists(), "the busy cell ended before the typing did"
+        busy_flag.touch()
+        page.evaluate(RUN_IN_KERNEL_JS, "pass")  # queued behind the busy cell: it has ended
     floor = page.evaluate(KERNEL_INFO_JS, [BROWSER_FLOOR_RUNS, BROWSER_KEY_GAP_S * 1000])
     assert page.locator(".jp-Notebook .jp-Cell").count() == cells_before, "a key reached a notebook shortcut"
 
@@ -990,7 +1033,7 @@ def flood_view() -> dict:
     }
 
 
-CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_protocol": keys_protocol,
+CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_busy": keys_busy, "keys_protocol": keys_protocol,
          "keys_terminal": keys_terminal, "flood_view": flood_view}
 
 
@@ -1034,6 +1077,16 @@ def report_keys_browser(f: dict) -> None:
         f"{BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}: goal <= 30 ms p50 {_goal(total['p50'], 30)}{parts}; "
         f"keydown queueing p50 {f['handler_delay']['p50']:.1f} ms"
     )
+
+
+def report_keys_busy(f: dict) -> None:
+    total = f["total"]
+    idle = _figures.get("keys_browser")
+    ratio = ""
+    if idle is not None:
+        r = total["p50"] / idle["total"]["p50"]
+        ratio = f"; {r:.2f}x keys_browser's p50 {idle['total']['p50']:.1f} ms (goal <= 1.5x: {'met' if r <= 1.5 else 'MISSED'})"
+    print(f"keys in the browser while a cell runs Python (time.sleep loop on the kernel's main thread), as keys_browser: {_fmt(total)}{ratio}")
 
 
 def report_keys_protocol(f: dict) -> None:
@@ -1114,7 +1167,7 @@ def report_flood_view(f: dict) -> None:
     )
 
 
-REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "keys_protocol": report_keys_protocol,
+REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "keys_busy": report_keys_busy, "keys_protocol": report_keys_protocol,
            "keys_terminal": report_keys_terminal, "flood_view": report_flood_view}
 _figures: dict[str, dict] = {}  # each case's figures in this run, for comparisons across cases
 

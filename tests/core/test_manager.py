@@ -338,3 +338,27 @@ async def test_env_remove_keeps_named_and_matching_variables_from_sessions(monke
         assert result.output == "none none kept yes\r\n"
     finally:
         await manager.close_all()
+
+
+async def test_a_nul_byte_anywhere_in_a_command_is_a_create_session_error_and_starts_nothing(manager):
+    for argv, options in (
+        (["echo", "a\0b"], {}),
+        (["echo", "ok"], {"cwd": "/tmp\0x"}),
+        (["echo", "ok"], {"env": {"GREETING": "hel\0lo"}}),
+    ):
+        with pytest.raises(CreateSessionError, match="NUL byte"):
+            manager.spawn(argv, **options)
+    assert manager.list_sessions() == []
+
+
+@pytest.mark.parametrize("name", ["-5", "5", "--all", "", " sh", "a b", "é"])
+async def test_a_name_that_could_read_as_an_id_or_an_option_is_refused(manager, name):
+    with pytest.raises(CreateSessionError, match="starts with a letter or _"):
+        manager.spawn(["true"], name=name)
+    assert manager.list_sessions() == []
+
+
+@pytest.mark.parametrize("name", ["sh", "build-1", "py3.12", "_tmp"])
+async def test_names_of_words_digits_dots_and_dashes_are_taken(manager, name):
+    session_id = manager.spawn(["true"], name=name)
+    assert manager.session(name).session_id == session_id

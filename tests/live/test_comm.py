@@ -247,3 +247,10 @@ def test_typed_commands_report_their_exit_code_and_how_the_wait_ended(kernel, co
     assert (result["ended_by"], result["command_exit_code"]) == ("command", 7)
     assert f"Process running with session ID {sid}\nCommand exited with code 7\n" in result["output"]
     ask(kernel, comm, {"type": "kill", "request_id": "t2", "session_id": sid})
+
+
+def test_an_exec_with_a_bad_pattern_starts_nothing(kernel, comm):
+    before = ask(kernel, comm, {"type": "list", "request_id": 60})[-1]["sessions"]
+    found = ask(kernel, comm, {"type": "exec", "request_id": 61, "input_chunks": ["sleep", "60"], "until": "("})
+    assert found[-1]["type"] == "error" and "regular expression" in found[-1]["message"]
+    assert ask(kernel, comm, {"type": "list", "request_id": 62})[-1]["sessions"] == before

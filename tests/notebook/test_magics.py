@@ -242,3 +242,20 @@ def test_a_cell_shows_only_what_its_own_input_produced(kernel):
     own = kernel.run("%uexec -s bg echo my-own")
     assert "my-own" in own and "from-the-background" not in own and "earlier bytes not shown" in own
     kernel.run("%uexec_kill bg")
+
+
+def test_a_refused_option_starts_nothing(kernel, tmp_path):
+    marker = tmp_path / "started"
+    before = kernel.run("%uexec_sessions")
+    for line in ("%%uexec --until '('", "%%uexec --name=-5", "%%uexec --quiet -1"):
+        execution = kernel.execute(f"{line}\ntouch {marker}\n")
+        assert execution.reply["status"] == "error" and execution.reply["ename"] == "UsageError", line
+        assert "\n" not in execution.reply["evalue"]
+    assert not marker.exists()
+    assert kernel.run("%uexec_sessions") == before
+
+
+def test_a_nul_byte_in_the_command_is_one_line_not_a_traceback(kernel):
+    execution = kernel.execute('%%uexec --shell\necho "a\x00b"\n')
+    assert execution.reply["ename"] == "UsageError" and "NUL byte" in execution.reply["evalue"], execution.reply
+    assert "Traceback" not in execution.text

@@ -41,7 +41,7 @@ class CreateSessionError(UnifiedExecError, OSError):
     name = "CreateSession"
 
     def __init__(self, argv: list[str], cause: BaseException):
-        program = argv[0] if argv else ""
+        program = (argv[0] if argv else "").replace("\0", "\\0")  # shown, never cut short
         if isinstance(cause, FileNotFoundError):
             reason = f"{program}: command not found"
         elif isinstance(cause, PermissionError):

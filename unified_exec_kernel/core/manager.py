@@ -18,6 +18,7 @@ import fnmatch
 import itertools
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ MAX_SESSIONS = 64
 WARN_SESSIONS = 60
 PROTECTED_RECENT_SESSIONS = 8
 MAX_WATCH_MS = 3_600_000
+NAME_RULE = "a name starts with a letter or _, then letters, digits, _ . or - (so it never reads as an id or an option)"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 @dataclass
@@ -182,6 +185,7 @@ class UnifiedExecSessionManager:
         if not argv or not argv[0]:
             raise MissingCommandLineError()
         self._check_name(argv, name)
+        _check_no_nul(argv, cwd, env)
         if cwd is not None and not os.path.isdir(cwd):
             raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {cwd}"))
         self._make_room()
@@ -224,8 +228,10 @@ class UnifiedExecSessionManager:
     def _check_name(self, argv: list[str], name: str | None) -> None:
         if name is None:
             return
-        if not name or name.strip() != name or name.isdigit():
-            raise CreateSessionError(argv, ValueError(f"{name!r} cannot name a session: use a word that is not a number"))
+        if not _NAME.fullmatch(name):
+            raise CreateSessionError(
+                argv, ValueError(f"{name!r} cannot name a session: {NAME_RULE}")
+            )
         holder = self._sessions.get(self._names.get(name, -1))
         if holder is not None and holder.session.alive:
             raise CreateSessionError(argv, ValueError(f"the name {name!r} is held by running session {holder.session.session_id}"))
@@ -413,6 +419,16 @@ class UnifiedExecSessionManager:
                 listener()
             except Exception:
                 log.exception("uexec: a session listener failed")
+
+
+def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | None) -> None:
+    """A NUL cannot pass to exec (the OS ends strings there): refuse it as what it is, before anything starts."""
+    where = [f"argument {index}" for index, arg in enumerate(argv) if "\0" in arg]
+    if cwd is not None and "\0" in cwd:
+        where.append("the working directory")
+    where += [f"environment variable {key!r}" for key, value in (env or {}).items() if "\0" in key or "\0" in value]
+    if where:
+        raise CreateSessionError(argv, ValueError(f"a NUL byte in {', '.join(where)}"))
 
 
 def _seconds(ms: int | None) -> float | None:

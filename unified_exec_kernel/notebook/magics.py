@@ -27,6 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from .cell_run import CellRequest, run_in_cell
+from ..core.completion.waits import compile_until
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
@@ -120,6 +121,10 @@ class UnifiedExecMagics(Magics):
             raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
         if args.quiet is not None and args.quiet < 0:
             raise UsageError(f"--quiet must be 0 or more milliseconds, not {args.quiet}")
+        try:
+            compile_until(args.until)  # every option is checked before anything starts
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         shown = {
             "timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet,
             "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,

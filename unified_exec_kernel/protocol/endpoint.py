@@ -127,6 +127,7 @@ class Endpoint:
             "quiet_ms": messages.optional_ms(data, "quiet_ms"),
         }
         output_format = messages.output_format(data)
+        compile_until(waits["until"])  # every field is checked before anything starts
         # `exec` is the seed's request: with no session, the chunks are an argv.
         if key is None:
             session_id = self.manager.spawn(

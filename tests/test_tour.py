@@ -160,6 +160,15 @@ def test_every_uexec_cell_shows_one_output_updated_in_place(tour):
 # -- section by section -----------------------------------------------------
 
 
+def test_the_prompt_is_a_dollar_and_a_space(tour):
+    # A prompt line ends in "$ " only while something follows it on the line: the rendered
+    # scrollback of the live view shows the commands typed at it.
+    lines = tour.text("tour-live").splitlines()
+    assert 'GREETING is ${GREETING:-unset}"' in tour.text("tour-live")
+    assert all(line.startswith("$ ") for line in lines if "echo" in line), lines
+    assert tour.text("tour-agent").endswith("$ \n")  # the agent's text is the terminal's, untouched
+
+
 def test_one_shot_command_shows_its_exit_status(tour):
     assert re.fullmatch(r"Linux \S+\n\[exited with code 0 · \d+\.\d\d s\]\n", tour.text("tour-oneshot"))
 

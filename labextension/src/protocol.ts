@@ -89,7 +89,7 @@ export interface FiredMessage {
 
 export interface SessionInfo {
   session_id: SessionId;
-  /** The argv the session was started with. */
+  /** The argv the user started (what runs may carry our shell integration's options). */
   command: string[];
   pid: number;
   alive: boolean;

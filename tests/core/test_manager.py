@@ -362,3 +362,17 @@ async def test_a_name_that_could_read_as_an_id_or_an_option_is_refused(manager, 
 async def test_names_of_words_digits_dots_and_dashes_are_taken(manager, name):
     session_id = manager.spawn(["true"], name=name)
     assert manager.session(name).session_id == session_id
+
+
+@pytest.mark.parametrize("argv", [["bash", "-i"], ["zsh", "-f"]])
+async def test_a_session_is_listed_by_the_command_the_user_gave_not_the_one_integration_runs(argv):
+    manager = UnifiedExecSessionManager(shell_integration=True)
+    try:
+        started = await manager.start(argv, timeout_ms=10_000)
+        assert started.ended_by == "command"  # integrated: it reported its first prompt
+        session = manager.session(started.session_id)
+        assert session.argv != argv  # what runs carries our integration (--rcfile, or no -f)
+        assert session.command == argv
+        assert [info.command for info in manager.list_sessions()] == [argv]
+    finally:
+        await manager.close_all()

@@ -95,3 +95,12 @@ def test_terminal_widget_from_python_and_a_clear_error_for_unknown_sessions(kern
     execution = kernel.execute("TerminalWidget(999)")
     assert execution.reply["status"] == "error" and "Unknown session id 999" in execution.reply["evalue"]
 
+
+
+def test_the_view_is_titled_by_the_command_the_user_gave(kernel):
+    # The kernel integrates bash: what runs is `bash --rcfile .../bash-integration.sh -i`.
+    kernel.run("%%uexec --name titled -t 10000\nbash -i\n")
+    text = kernel.run("from unified_exec_kernel.live.widget import TerminalWidget\nfrom unified_exec_kernel.jupyter.current import current_manager\n"
+                      "print(TerminalWidget(current_manager().session('titled').session_id).title)")
+    assert text.strip() == "bash -i"
+    assert "bash -i " in kernel.run("%uexec_sessions")

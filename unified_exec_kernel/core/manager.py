@@ -180,7 +180,7 @@ class UnifiedExecSessionManager:
         session. `integration` (default: the manager's `shell_integration`)
         starts bash or zsh so that it reports where each command ends.
         """
-        argv = list(argv)
+        argv = command = list(argv)  # `command`: what the user gave, shown in every face
         session_id = next(self._next_id)
         if not argv or not argv[0]:
             raise MissingCommandLineError()
@@ -209,9 +209,10 @@ class UnifiedExecSessionManager:
                 cwd=cwd,
                 prompt_nonce=nonce,
                 name=name,
+                command=command,
             )
         except OSError as error:
-            raise CreateSessionError(argv, error) from error
+            raise CreateSessionError(command, error) from error
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
         self._guard(session.pid)
         if name is not None:
@@ -361,7 +362,7 @@ class UnifiedExecSessionManager:
         return [
             SessionInfo(
                 session_id=session.session_id,
-                command=list(session.argv),
+                command=list(session.command),
                 pid=session.pid,
                 alive=session.alive,
                 exit_code=session.exit_code,

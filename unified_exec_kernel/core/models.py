@@ -74,6 +74,9 @@ class UnifiedExecResult:
 
 @dataclass(frozen=True)
 class SessionInfo:
+    """A session as the faces list it; `command` is the argv the user gave (what runs may add
+    our shell integration's options, which no one asked to read)."""
+
     session_id: int
     command: list[str] = field(default_factory=list)
     pid: int = 0

@@ -71,12 +71,16 @@ class PtySession:
         cwd: str | None = None,
         prompt_nonce: str | None = None,
         name: str | None = None,
+        command: Sequence[str] | None = None,
     ):
         """`prompt_nonce`: the shell was integrated with it (shell_integration.py); its
-        prompt markers are taken out of the output and reported to `on_prompt`."""
+        prompt markers are taken out of the output and reported to `on_prompt`.
+        `command`: what the user started, when `argv` (what runs) is a rewrite of it."""
         self.session_id = session_id
         self.name = name
         self.argv = list(argv)
+        # A person reads the command they gave, not our integration's rcfile in its argv.
+        self.command = list(argv if command is None else command)
         self.started = time.time()
         self.state = Lifecycle.RUNNING
         self.exit_code: int | None = None

@@ -42,7 +42,7 @@ class TerminalWidget(anywidget.AnyWidget):
             raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
         session = bridge.call(manager.session, session_id)
-        super().__init__(session_id=session_id, title=shlex.join(session.argv), **kwargs)
+        super().__init__(session_id=session_id, title=shlex.join(session.command), **kwargs)
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)

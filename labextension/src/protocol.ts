@@ -144,6 +144,8 @@ export interface ExitedMessage extends EventRequestId {
   session_id: SessionId;
   /** Negative: killed by that signal; `null` if the status was lost. */
   exit_code: number | null;
+  /** The session was closed (a kill, the kernel's shutdown): its signal is no crash. */
+  closed?: boolean;
 }
 
 export interface SessionsChangedMessage extends EventRequestId {

@@ -440,6 +440,6 @@ async def test_a_closed_session_says_it_was_closed_and_one_that_ended_alone_does
         await asyncio.sleep(0)
     await manager.kill(started.session_id)
     closed = await asyncio.wait_for(waiting, 10)
-    assert session.closed and closed.closed and closed.exit_code == -1  # its hangup
+    assert session.closed and closed.closed and closed.exit_code < 0  # its hangup, or the kill after the grace
     alone = await manager.start(["bash", "-c", "kill -HUP $$"], timeout_ms=10_000)
     assert (alone.exit_code, alone.closed) == (-1, False)

@@ -112,10 +112,16 @@ def test_a_view_whose_session_the_user_closed_says_closed(kernel):
     custom(kernel, model_id, {"type": "attach", "request_id": "closing"})
     custom_until(kernel, model_id, lambda c: c["type"] == "attached")
     kernel.run("%uexec_kill closing")
-    found = kernel.comm_messages(model_id, lambda d: d.get("method") == "custom" and d["content"]["type"] == "exited")
-    assert found[-1]["content"]["closed"] is True  # what a terminal tab prints: [closed]
-    updates = {}
-    for message in found:
-        if message.get("method") == "update":
-            updates.update(message["state"])
+    # The `exited` message comes from the engine's thread, the traits from the kernel's: either may be first.
+    exited, updates = [], {}
+
+    def heard(data) -> bool:
+        if data.get("method") == "custom" and data["content"]["type"] == "exited":
+            exited.append(data["content"])
+        if data.get("method") == "update":
+            updates.update(data["state"])
+        return bool(exited) and "alive" in updates
+
+    kernel.comm_messages(model_id, heard)
+    assert exited[0]["closed"] is True  # what a terminal tab prints: [closed]
     assert updates.get("closed") is True and updates.get("alive") is False  # the header: closed

@@ -29,4 +29,4 @@ def test_engine_demo_runs():
     assert run.returncode == 0, run.stderr
     assert "kept-between-requests" in run.stdout
     assert "tokens truncated" in run.stdout
-    assert "Unknown session id" in run.stdout
+    assert "no session with id" in run.stdout

@@ -1,4 +1,5 @@
-"""examples/tour.ipynb runs headless, top to bottom, shows what its prose says, and leaves no process behind.
+"""examples/tour.ipynb runs headless, top to bottom, shows what its prose says, and leaves no process behind
+but the shell of its live terminal, which the kernel's shutdown ends.
 
 The notebook is executed with nbclient as a reader's front end would run it
 (display updates applied in place), in a temporary directory; cells are found
@@ -35,6 +36,8 @@ class Tour:
     seen: dict[int, tuple[float, str]] = field(default_factory=dict)
     # what ran under the kernel right after the last cell (before the kernel shut down)
     left_at_end: list[str] = field(default_factory=list)
+    # what ran under the kernel after the clean-up cell
+    left_after_clean_up: list[str] = field(default_factory=list)
 
     def cell(self, tag: str) -> tuple[int, nbformat.NotebookNode]:
         found = [(i, c) for i, c in enumerate(self.nb.cells) if tag in c.get("metadata", {}).get("tags", [])]
@@ -104,6 +107,7 @@ def tour(tmp_path_factory) -> Tour:
         resources={"metadata": {"path": str(tmp_path_factory.mktemp("tour"))}},
     )
     last_code = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    clean_up, _ = result.cell("tour-kill")
 
     def after_cell(cell, cell_index, execute_reply):
         kernel_pid = client.km.provisioner.process.pid
@@ -113,11 +117,13 @@ def tour(tmp_path_factory) -> Tour:
                 result.seen.setdefault(process.pid, (process.create_time(), _cmdline(process)))
             except psutil.NoSuchProcess:
                 pass
+        # The kernel's guardian (core/guardian.py) is the kernel's, not the tour's: it
+        # goes with the kernel, which the check after the run sees.
+        ours = [_cmdline(p) or str(p.pid) for p in processes if "unified_exec_kernel.core.process.guardian" not in _cmdline(p)]
         if cell_index == last_code:
-            # The kernel's guardian (core/guardian.py) is the kernel's, not the tour's: it
-            # goes with the kernel, which the check after the run sees.
-            ours = [p for p in processes if "unified_exec_kernel.core.process.guardian" not in _cmdline(p)]
-            result.left_at_end.extend(_cmdline(p) or str(p.pid) for p in ours)
+            result.left_at_end.extend(ours)
+        if cell_index == clean_up:
+            result.left_after_clean_up.extend(ours)
 
     client.on_cell_executed = after_cell
     started = time.monotonic()
@@ -134,13 +140,18 @@ def test_run_all_takes_a_few_seconds(tour):
     assert tour.seconds < 15, tour.seconds  # the goal is 5 s (benchmarks/bench_notebook.py); slack for a loaded machine
 
 
-def test_the_saved_notebook_uses_the_uexec_kernel_and_shows_a_real_run():
+def test_the_saved_notebook_uses_the_uexec_kernel_and_carries_nothing_of_a_past_run():
+    # A past run's outputs name sessions that do not exist when a reader opens it ("session 6
+    # running"), and its widget state names models of a kernel long gone (a console error
+    # on every open): the reader's own Run All shows the real thing.
     saved = nbformat.read(TOUR, as_version=4)
     nbformat.validate(saved)
     assert saved.metadata.kernelspec.name == "uexec"
     assert saved.metadata.kernelspec.display_name == "Python 3 (uexec)"
+    assert "widgets" not in saved.metadata
     code = [c for c in saved.cells if c.cell_type == "code"]
-    assert code and all(c.outputs for c in code), "save the notebook with the outputs of a run"
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    assert all("execution" not in c.metadata for c in saved.cells)  # nbclient's timings of that run
 
 
 def test_no_cell_names_a_session_by_a_literal_id():
@@ -158,6 +169,14 @@ def test_every_uexec_cell_shows_one_output_updated_in_place(tour):
 
 
 # -- section by section -----------------------------------------------------
+
+
+def test_the_prompt_is_a_dollar_and_a_space(tour):
+    # A prompt line ends in "$ " only while something follows it on the line: the rendered
+    # scrollback of the live view shows the commands typed at it.
+    lines = tour.text("tour-live").splitlines()
+    assert "$ echo hello, agent" in lines and '$ echo "GREETING is ${GREETING:-unset}"' in lines, lines
+    assert not any(line.startswith("$echo") for line in lines), lines
 
 
 def test_one_shot_command_shows_its_exit_status(tour):
@@ -212,11 +231,18 @@ def test_the_second_shell_does_not_see_the_first_ones_variable(tour):
     assert "\nGREETING is hello from sh\n" in tour.text("tour-isolated-sh")
 
 
-def test_the_live_view_is_shown(tour):
-    _, cell = tour.cell("tour-live")
+def test_typed_commands_count_no_prompt_as_hidden_output(tour):
+    for index, cell in enumerate(tour.nb.cells):
+        if cell.cell_type == "code" and "-s " in cell.source:
+            assert "earlier bytes not shown" not in "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs), cell.source
+
+
+def test_the_last_cell_is_a_live_view_of_the_shell_that_stays(tour):
+    index, cell = tour.cell("tour-live")
+    assert index == max(i for i, c in enumerate(tour.nb.cells) if c.cell_type == "code")
     kinds = [o.output_type for o in cell.outputs]
     assert "display_data" in kinds, kinds
-    assert any("[live terminal: session" in o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+    assert re.search(r"\[live terminal: session \d+ \(bash --norc -i\), running\]", tour.text("tour-live"))
 
 
 def test_sessions_table_lists_the_two_shells_by_name(tour):
@@ -237,9 +263,10 @@ def test_agent_format(tour):
     assert "hello, agent\r\n" in text
 
 
-def test_clean_up_leaves_no_session(tour):
-    assert re.fullmatch(r"closed sessions \d+, \d+\n", tour.text("tour-kill"))
-    assert tour.text("tour-sessions-end") == "no uexec sessions\n"
+def test_clean_up_leaves_only_the_shell_of_the_live_view(tour):
+    assert tour.text("tour-kill") == "closed session other\n"
+    rows = tour.text("tour-sessions-end").strip().splitlines()
+    assert [row.split()[1] for row in rows[1:]] == ["sh"], rows
 
 
 # -- processes --------------------------------------------------------------
@@ -252,8 +279,9 @@ def test_no_process_started_by_the_tour_remains(tour):
     assert any(c == "sleep 100" for c in commands), commands
     assert any("bash --norc -i" in c for c in commands), commands
 
-    # the tour's own clean-up, before the kernel shut down
-    assert tour.left_at_end == []
+    # the tour's own clean-up, before the kernel shut down: what stays is the live view's shell
+    assert tour.left_after_clean_up == ["bash --norc -i"]
+    assert tour.left_at_end == ["bash --norc -i"]
 
     # and after the run
     deadline = time.monotonic() + 5

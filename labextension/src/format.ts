@@ -25,11 +25,15 @@ export function skipNotice(bytes: number): string {
 
 /**
  * `running`, `exited with code 3`, `killed by signal 9` (the engine reports
- * a signal as minus its number), or `exited` when the status was lost.
+ * a signal as minus its number), `closed` when the user closed the session
+ * (its hangup is no crash), or `exited` when the status was lost.
  */
-export function sessionState(alive: boolean, exitCode: number | null): string {
+export function sessionState(alive: boolean, exitCode: number | null, closed = false): string {
   if (alive) {
     return 'running';
+  }
+  if (closed) {
+    return 'closed';
   }
   if (exitCode === null) {
     return 'exited';
@@ -38,16 +42,21 @@ export function sessionState(alive: boolean, exitCode: number | null): string {
 }
 
 /** The line a terminal shows when its program ends. */
-export function exitNotice(exitCode: number | null): string {
-  return `[${sessionState(false, exitCode)}]`;
+export function exitNotice(exitCode: number | null, closed = false): string {
+  return `[${sessionState(false, exitCode, closed)}]`;
 }
 
 /**
  * A view's state once its carrier may be gone: after a kernel restart the
  * last word heard was "running", which is no longer known to be true.
  */
-export function viewState(alive: boolean, exitCode: number | null, connected: boolean): string {
-  return alive && !connected ? 'disconnected' : sessionState(alive, exitCode);
+export function viewState(
+  alive: boolean,
+  exitCode: number | null,
+  connected: boolean,
+  closed = false
+): string {
+  return alive && !connected ? 'disconnected' : sessionState(alive, exitCode, closed);
 }
 
 /**

@@ -89,7 +89,7 @@ export interface FiredMessage {
 
 export interface SessionInfo {
   session_id: SessionId;
-  /** The argv the session was started with. */
+  /** The argv the user started (what runs may carry our shell integration's options). */
   command: string[];
   pid: number;
   alive: boolean;
@@ -144,6 +144,8 @@ export interface ExitedMessage extends EventRequestId {
   session_id: SessionId;
   /** Negative: killed by that signal; `null` if the status was lost. */
   exit_code: number | null;
+  /** The session was closed (a kill, the kernel's shutdown): its signal is no crash. */
+  closed?: boolean;
 }
 
 export interface SessionsChangedMessage extends EventRequestId {

@@ -49,7 +49,7 @@ export class SessionStream {
       case 'data':
         return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
       case 'exited':
-        return this._onExited(msg.exit_code);
+        return this._onExited(msg.exit_code, msg.closed === true);
       case 'error':
         return this._onError(msg.request_id, msg.error, msg.message);
       default:
@@ -101,13 +101,13 @@ export class SessionStream {
     return { kind: 'write', text: notice + data };
   }
 
-  private _onExited(exitCode: number | null): StreamAction | null {
+  private _onExited(exitCode: number | null, closed: boolean): StreamAction | null {
     if (this._state !== 'attached' || this._exited) {
       return null;
     }
     this._exited = true;
     this._alive = false;
-    return { kind: 'write', text: this._notice(exitNotice(exitCode)) };
+    return { kind: 'write', text: this._notice(exitNotice(exitCode, closed)) };
   }
 
   private _onError(

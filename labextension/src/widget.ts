@@ -18,6 +18,7 @@ interface Traits {
   title: string;
   alive: boolean;
   exit_code: number | null;
+  closed: boolean;
 }
 
 type Callback = (...args: any[]) => void;
@@ -69,7 +70,7 @@ class WidgetCarrier extends CarrierBase {
   };
 }
 
-const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code'];
+const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code', 'change:closed'];
 
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
   el.classList.add('uexec-widget');
@@ -84,7 +85,12 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
   const update = (): void => {
     title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
     title.title = title.textContent;
-    state.textContent = viewState(model.get('alive'), model.get('exit_code'), !carrier.isClosed);
+    state.textContent = viewState(
+      model.get('alive'),
+      model.get('exit_code'),
+      !carrier.isClosed,
+      model.get('closed') === true
+    );
   };
   const stopListening = carrier.listen({ received: () => undefined, closed: update });
   // One event per call: not every host's model takes a space-separated list.

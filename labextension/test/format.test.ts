@@ -23,6 +23,13 @@ test('a session state is worded once, for labels and exit notices alike', () => 
   assert.equal(exitNotice(null), '[exited]');
 });
 
+test('a session the user closed reads as closed, not as killed by its hangup', () => {
+  assert.equal(sessionState(false, -1, true), 'closed');
+  assert.equal(exitNotice(-1, true), '[closed]');
+  assert.equal(viewState(false, -1, true, true), 'closed');
+  assert.equal(viewState(false, -1, true), 'killed by signal 1'); // a hangup from elsewhere
+});
+
 test('a view that lost its kernel no longer says running', () => {
   assert.equal(viewState(true, null, true), 'running');
   assert.equal(viewState(true, null, false), 'disconnected');

@@ -172,6 +172,11 @@ describe('SessionStream', () => {
     assert.equal(written(actions), 'done\r\n\x1b[2m[killed by signal 9]\x1b[22m\r\n');
   });
 
+  test('says a session the user closed was closed', () => {
+    const { actions } = run(attached(), { type: 'exited', session_id: 0, exit_code: -1, closed: true });
+    assert.equal(written(actions), '\x1b[2m[closed]\x1b[22m\r\n');
+  });
+
   test('reports a failed attach, and only its own', () => {
     const { stream, actions } = run(
       { type: 'error', request_id: 'other', error: 'BadRequest', message: 'nope' },

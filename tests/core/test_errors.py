@@ -17,8 +17,12 @@ def test_each_error_is_also_the_builtin_a_caller_would_catch():
 
 
 def test_messages_read_as_one_line_for_a_person():
-    assert str(UnknownSessionIdError(7)) == "Unknown session id 7"
+    assert str(UnknownSessionIdError(7)) == "no session with id 7"
     assert UnknownSessionIdError(7).session_id == 7
+    named = UnknownSessionIdError("nosuchsession", ["sh", 4])
+    assert str(named) == "no session named 'nosuchsession'; open sessions: sh, 4"
+    assert named.session_id == "nosuchsession"
+    assert str(UnknownSessionIdError("x", [])) == "no session named 'x'; no session is open"
     error = CreateSessionError(["nosuchprog", "-x"], FileNotFoundError(2, "No such file"))
     assert str(error) == "Failed to create session: nosuchprog: command not found"
     assert isinstance(error.cause, FileNotFoundError)

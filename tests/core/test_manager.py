@@ -133,8 +133,17 @@ async def test_empty_command_is_a_missing_command_line(manager, argv):
 
 
 async def test_unknown_session_id_is_refused(manager):
-    with pytest.raises(UnknownSessionIdError, match="Unknown session id 42"):
+    with pytest.raises(UnknownSessionIdError, match="^no session with id 42; no session is open$"):
         await manager.handle_request(request(42, ["hello\n"], 100))
+
+
+async def test_an_unknown_name_is_refused_with_the_names_there_are(manager):
+    await manager.start(["bash", "--norc", "-i"], name="sh", timeout_ms=0)
+    unnamed = await manager.start(["cat"], timeout_ms=0)
+    with pytest.raises(UnknownSessionIdError) as refused:
+        await manager.write("nosuchsession", "hello\n")
+    assert str(refused.value) == f"no session named 'nosuchsession'; open sessions: sh, {unnamed.session_id}"
+    assert refused.value.session_id == "nosuchsession"
 
 
 async def test_exited_session_hands_its_unread_output_to_the_next_request(manager):
@@ -362,3 +371,75 @@ async def test_a_name_that_could_read_as_an_id_or_an_option_is_refused(manager, 
 async def test_names_of_words_digits_dots_and_dashes_are_taken(manager, name):
     session_id = manager.spawn(["true"], name=name)
     assert manager.session(name).session_id == session_id
+
+
+@pytest.mark.parametrize("argv", [["bash", "-i"], ["zsh", "-f"]])
+async def test_a_session_is_listed_by_the_command_the_user_gave_not_the_one_integration_runs(argv):
+    manager = UnifiedExecSessionManager(shell_integration=True)
+    try:
+        started = await manager.start(argv, timeout_ms=10_000)
+        assert started.ended_by == "command"  # integrated: it reported its first prompt
+        session = manager.session(started.session_id)
+        assert session.argv != argv  # what runs carries our integration (--rcfile, or no -f)
+        assert session.command == argv
+        assert [info.command for info in manager.list_sessions()] == [argv]
+    finally:
+        await manager.close_all()
+
+
+async def _unread_ends_with(session, tail: bytes, timeout: float = 10) -> None:
+    """Wait until what no request has read yet ends with `tail` (the shell's prompt, say)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not session.buffer.data().endswith(tail):
+        assert asyncio.get_running_loop().time() < deadline, session.buffer.data()
+        await asyncio.sleep(0.01)
+
+
+async def _integrated_shell_at_its_prompt(monkeypatch) -> tuple[UnifiedExecSessionManager, int]:
+    # The start ends as the shell says its prompt begins (the A marker); the prompt's text
+    # comes after, often too late for the start to read it. The sleep makes it always so.
+    monkeypatch.setenv("PS1", "$(sleep 0.5)$ ")
+    manager = UnifiedExecSessionManager(shell_integration=True)
+    started = await manager.start(["bash", "--norc", "-i"], timeout_ms=10_000)
+    assert started.output == ""
+    await _unread_ends_with(manager.session(started.session_id), b"\x1b[?2004h$ ")
+    return manager, started.session_id
+
+
+async def test_a_typed_command_does_not_count_the_prompt_it_was_typed_at_as_hidden_output(monkeypatch):
+    manager, sh = await _integrated_shell_at_its_prompt(monkeypatch)
+    try:
+        typed = await manager.write(sh, "echo hi\n", earlier_output=False)
+        assert typed.ended_by == "command" and "hi\r\n" in typed.output
+        assert not typed.output.startswith("\x1b[?2004h$ ")  # left out, and not counted:
+        assert typed.left_out_bytes == 0
+    finally:
+        await manager.close_all()
+
+
+async def test_output_before_the_prompt_still_counts_as_hidden(monkeypatch):
+    manager, sh = await _integrated_shell_at_its_prompt(monkeypatch)
+    try:
+        # The request ends at "early" (its echoed line reads ear""ly) while `read` waits; the
+        # Enter typed past any request then lets "later" and the next prompt come, unread.
+        await manager.write(sh, 'echo ear""ly; read; echo later\n', until="early")
+        manager.session(sh).write("\n")
+        await _unread_ends_with(manager.session(sh), b"\r\nlater\r\n\x1b[?2004h$ ")
+        typed = await manager.write(sh, "echo next\n", earlier_output=False)
+        assert "later" not in typed.output
+        assert typed.left_out_bytes == len("\r\nlater\r\n")  # the prompt after it is not counted
+    finally:
+        await manager.close_all()
+
+
+async def test_a_closed_session_says_it_was_closed_and_one_that_ended_alone_does_not(manager):
+    started = await manager.start(["bash", "--norc", "-i"], timeout_ms=0)
+    waiting = asyncio.ensure_future(manager.write(started.session_id, timeout_ms=10_000))
+    session = manager.session(started.session_id)
+    while not manager._sessions[started.session_id].lock.locked():  # the request is waiting
+        await asyncio.sleep(0)
+    await manager.kill(started.session_id)
+    closed = await asyncio.wait_for(waiting, 10)
+    assert session.closed and closed.closed and closed.exit_code < 0  # its hangup, or the kill after the grace
+    alone = await manager.start(["bash", "-c", "kill -HUP $$"], timeout_ms=10_000)
+    assert (alone.exit_code, alone.closed) == (-1, False)

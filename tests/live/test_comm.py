@@ -86,7 +86,7 @@ def test_attach_replays_then_streams_live_and_reports_exit(kernel, comm):
         end = event["end"]
     text = "".join(d["data"] for d in data)
     assert "30 100" in text and "\r\n42\r\n" in text
-    assert events[-1] == {"type": "exited", "session_id": sid, "exit_code": 5}
+    assert events[-1] == {"type": "exited", "session_id": sid, "exit_code": 5, "closed": False}
 
 
 def test_list_kill_and_sessions_changed(kernel, comm):
@@ -108,19 +108,19 @@ def test_list_kill_and_sessions_changed(kernel, comm):
         ({"no": "type"}, "BadRequest", "unknown message type None"),
         ({"type": "launch_missiles"}, "BadRequest", "unknown message type 'launch_missiles'"),
         ({"type": "exec", "session_id": 1.5}, "BadRequest", "session_id must be an integer or a session's name"),
-        ({"type": "exec", "session_id": "no-such-name"}, "UnknownSessionId", "Unknown session id 'no-such-name'"),
+        ({"type": "exec", "session_id": "no-such-name"}, "UnknownSessionId", "no session named 'no-such-name'"),
         ({"type": "exec", "session_id": None, "input_chunks": "bash"}, "BadRequest", "input_chunks must be a list"),
         ({"type": "exec", "session_id": None, "input_chunks": ["true"], "timeout_ms": -1}, "BadRequest", "timeout_ms must be 0 or more"),
         ({"type": "exec", "session_id": None, "input_chunks": []}, "MissingCommandLine", "Missing command line"),
         ({"type": "exec", "session_id": None, "input_chunks": ["no-such-prog-xyz"]}, "CreateSession", "no-such-prog-xyz: command not found"),
-        ({"type": "exec", "session_id": 424242, "input_chunks": []}, "UnknownSessionId", "Unknown session id 424242"),
-        ({"type": "input", "session_id": 424242, "data": "x"}, "UnknownSessionId", "Unknown session id 424242"),
+        ({"type": "exec", "session_id": 424242, "input_chunks": []}, "UnknownSessionId", "no session with id 424242"),
+        ({"type": "input", "session_id": 424242, "data": "x"}, "UnknownSessionId", "no session with id 424242"),
         ({"type": "input", "session_id": 0, "data": "x" * (MAX_INPUT_BYTES + 1)}, "BadRequest", "input over"),
         ({"type": "input", "session_id": 0, "data": "é" * (MAX_INPUT_BYTES // 2 + 1)}, "BadRequest", "input over"),
         ({"type": "exec", "session_id": 0, "input_chunks": ["é" * (MAX_INPUT_BYTES // 2 + 1)]}, "BadRequest", "input over"),
         ({"type": "kill", "session_id": 0, "signal": 99}, "BadRequest", "unknown signal"),
         ({"type": "kill", "session_id": 0, "signal": 99999999999999}, "BadRequest", "unknown signal"),
-        ({"type": "resize", "session_id": 424242, "rows": 10, "cols": 10}, "UnknownSessionId", "Unknown session id"),
+        ({"type": "resize", "session_id": 424242, "rows": 10, "cols": 10}, "UnknownSessionId", "no session with id"),
         ({"type": "kill"}, "BadRequest", "session_id is required"),
         ({"type": "kill", "session_id": 0, "signal": "SIGNOPE"}, "BadRequest", "unknown signal"),
         ({"type": "list", "request_id": [1]}, "BadRequest", "request_id must be a string or an integer"),

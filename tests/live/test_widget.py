@@ -93,5 +93,35 @@ def test_terminal_widget_from_python_and_a_clear_error_for_unknown_sessions(kern
     text = kernel.run("from unified_exec_kernel.live.widget import TerminalWidget\nw = TerminalWidget(0)\nprint(w.session_id, w.title, w.alive)")
     assert text.strip() == "0 bash --norc -i True"
     execution = kernel.execute("TerminalWidget(999)")
-    assert execution.reply["status"] == "error" and "Unknown session id 999" in execution.reply["evalue"]
+    assert execution.reply["status"] == "error" and "no session with id 999" in execution.reply["evalue"]
 
+
+
+def test_the_view_is_titled_by_the_command_the_user_gave(kernel):
+    # The kernel integrates bash: what runs is `bash --rcfile .../bash-integration.sh -i`.
+    kernel.run("%%uexec --name titled -t 10000\nbash -i\n")
+    text = kernel.run("from unified_exec_kernel.live.widget import TerminalWidget\nfrom unified_exec_kernel.jupyter.current import current_manager\n"
+                      "print(TerminalWidget(current_manager().session('titled').session_id).title)")
+    assert text.strip() == "bash -i"
+    assert "bash -i " in kernel.run("%uexec_sessions")
+
+
+def test_a_view_whose_session_the_user_closed_says_closed(kernel):
+    data, _ = show_live(kernel, "%%uexec --live --name closing -t 300\nbash --norc -i\n")
+    model_id = data[VIEW]["model_id"]
+    custom(kernel, model_id, {"type": "attach", "request_id": "closing"})
+    custom_until(kernel, model_id, lambda c: c["type"] == "attached")
+    kernel.run("%uexec_kill closing")
+    # The `exited` message comes from the engine's thread, the traits from the kernel's: either may be first.
+    exited, updates = [], {}
+
+    def heard(data) -> bool:
+        if data.get("method") == "custom" and data["content"]["type"] == "exited":
+            exited.append(data["content"])
+        if data.get("method") == "update":
+            updates.update(data["state"])
+        return bool(exited) and "alive" in updates
+
+    kernel.comm_messages(model_id, heard)
+    assert exited[0]["closed"] is True  # what a terminal tab prints: [closed]
+    assert updates.get("closed") is True and updates.get("alive") is False  # the header: closed

@@ -10,6 +10,10 @@ def test_status_line_for_an_exited_program():
     assert status_line(UnifiedExecResult(None, "", exit_code=-9, wall_time=0.004)) == "[exited with code -9 · 0.00 s]"
 
 
+def test_status_line_of_a_session_the_user_closed_says_closed_not_a_signal():
+    assert status_line(UnifiedExecResult(None, "", exit_code=-1, closed=True)) == "[closed · 0.00 s]"
+
+
 def test_status_line_says_how_to_stop_an_interrupted_session():
     line = status_line(UnifiedExecResult(2, "", wall_time=0.3), interrupted=True)
     assert "%uexec_kill 2" in line and "--keys C-c" in line

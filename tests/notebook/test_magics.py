@@ -109,8 +109,8 @@ def test_keys_ctrl_c_stops_a_foreground_sleep(kernel):
 
 BAD_INPUTS = [
     ("%%uexec --bogus\nls\n", "unrecognized arguments: --bogus"),
-    ("%%uexec -s abc\n", "Unknown session id 'abc'"),
-    ("%%uexec -s 9999\n", "Unknown session id 9999"),
+    ("%%uexec -s abc\n", "no session named 'abc'"),
+    ("%%uexec -s 9999\n", "no session with id 9999"),
     ("%%uexec -t -5\nls\n", "--timeout must be 0 or more"),
     ("%%uexec\n\n", "empty command"),
     ("%%uexec\nno-such-program-here --flag\n", "no-such-program-here: command not found"),
@@ -188,7 +188,7 @@ def test_line_magic_options_split_from_the_body(line, options, body):
 
 def test_a_live_view_that_could_not_be_built_leaves_no_trace(kernel):
     execution = kernel.execute("%%uexec --live -s 999\n")
-    assert execution.reply["evalue"] == "Unknown session id 999"
+    assert execution.reply["evalue"].startswith("no session with id 999; ")
     later = kernel.execute("import gc\ngc.collect()\nprint('clean')")
     assert later.text == "clean\n"
 

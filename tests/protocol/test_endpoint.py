@@ -82,7 +82,7 @@ async def test_a_finished_session_releases_what_watched_it(peer):
     while sid in endpoint.streams:
         assert loop.time() < deadline, "the stream outlived its session"
         await asyncio.sleep(0.01)
-    assert sent[-1] == {"type": "exited", "session_id": sid, "exit_code": sent[-1]["exit_code"]}
+    assert sent[-1] == {"type": "exited", "session_id": sid, "exit_code": sent[-1]["exit_code"], "closed": True}
 
 
 async def test_a_carrier_only_takes_its_own_types_and_its_own_session(peer):
@@ -97,3 +97,17 @@ async def test_a_carrier_only_takes_its_own_types_and_its_own_session(peer):
     assert widget_sent[-1] == {"type": "ok", "request_id": 2, "session_id": sid}
     assert manager.session(sid).size == (30, 100)
     widget.close()
+
+
+async def test_sessions_list_shows_the_command_the_user_gave():
+    manager = UnifiedExecSessionManager(shell_integration=True)
+    sent = []
+    endpoint = Endpoint(manager, sent.append)
+    try:
+        endpoint.receive({"type": "exec", "request_id": 1, "session_id": None, "input_chunks": ["bash", "-i"], "timeout_ms": 10_000})
+        assert (await answer(sent, "result", 1))["ended_by"] == "command"
+        endpoint.receive({"type": "list", "request_id": 2})
+        assert [info["command"] for info in (await answer(sent, "sessions", 2))["sessions"]] == [["bash", "-i"]]
+    finally:
+        endpoint.close()
+        await manager.close_all()

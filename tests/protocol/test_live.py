@@ -79,7 +79,7 @@ async def test_replay_of_a_long_scrollback_comes_in_pieces():
     data = [m for m in sent if m["type"] == "data"]
     assert len(data) == 4 and all(m["request_id"] == 7 for m in data)
     assert check_contiguous(data) == 200_000
-    assert sent[-1] == {"type": "exited", "session_id": 0, "exit_code": 0}
+    assert sent[-1] == {"type": "exited", "session_id": 0, "exit_code": 0, "closed": False}
     await session.close()
 
 

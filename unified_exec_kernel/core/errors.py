@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class UnifiedExecError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -15,8 +17,13 @@ class UnifiedExecError(Exception):
 class UnknownSessionIdError(UnifiedExecError, LookupError):
     name = "UnknownSessionId"
 
-    def __init__(self, session_id: int | str):
-        super().__init__(f"Unknown session id {session_id!r}" if isinstance(session_id, str) else f"Unknown session id {session_id}")
+    def __init__(self, session_id: int | str, known: Iterable[int | str] | None = None):
+        """`known`: the sessions there are (a name, else the id), to say what could be meant."""
+        missing = f"no session named {session_id!r}" if isinstance(session_id, str) else f"no session with id {session_id}"
+        if known is not None:
+            known = [str(key) for key in known]
+            missing += f"; open sessions: {', '.join(known)}" if known else "; no session is open"
+        super().__init__(missing)
         self.session_id = session_id
 
 

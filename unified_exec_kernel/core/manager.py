@@ -180,7 +180,7 @@ class UnifiedExecSessionManager:
         session. `integration` (default: the manager's `shell_integration`)
         starts bash or zsh so that it reports where each command ends.
         """
-        argv = list(argv)
+        argv = command = list(argv)  # `command`: what the user gave, shown in every face
         session_id = next(self._next_id)
         if not argv or not argv[0]:
             raise MissingCommandLineError()
@@ -209,9 +209,10 @@ class UnifiedExecSessionManager:
                 cwd=cwd,
                 prompt_nonce=nonce,
                 name=name,
+                command=command,
             )
         except OSError as error:
-            raise CreateSessionError(argv, error) from error
+            raise CreateSessionError(command, error) from error
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
         self._guard(session.pid)
         if name is not None:
@@ -261,14 +262,14 @@ class UnifiedExecSessionManager:
         async with managed.lock:
             if self._sessions.get(session_id) is not managed:
                 # Another request on this session reported its exit while we queued.
-                raise UnknownSessionIdError(key)
+                raise UnknownSessionIdError(key, self._keys())
             managed.last_used = time.monotonic()
             notice, managed.notice = managed.notice, ""
             # What the program printed before this request is read first, so a
             # prompt marker of an earlier command cannot end this wait.
             session.terminal.read_pending()
             unread, dropped = session.buffer.drain()
-            left_out = 0 if earlier_output else len(unread)
+            left_out = 0 if earlier_output else _hidden_bytes(session, len(unread))
             try:
                 collected = await collect(
                     session,
@@ -336,8 +337,12 @@ class UnifiedExecSessionManager:
         session_id = self._names.get(key) if isinstance(key, str) else key
         managed = self._sessions.get(session_id)
         if managed is None:
-            raise UnknownSessionIdError(key)
+            raise UnknownSessionIdError(key, self._keys())
         return managed
+
+    def _keys(self) -> list[int | str]:
+        """How cells address each session: its name, else its id."""
+        return [managed.session.name or session_id for session_id, managed in self._sessions.items()]
 
     def session(self, session_id: int | str) -> PtySession:
         """The session with this id, for faces that attach, type or resize."""
@@ -361,7 +366,7 @@ class UnifiedExecSessionManager:
         return [
             SessionInfo(
                 session_id=session.session_id,
-                command=list(session.argv),
+                command=list(session.command),
                 pid=session.pid,
                 alive=session.alive,
                 exit_code=session.exit_code,
@@ -435,6 +440,20 @@ def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 
 
+def _hidden_bytes(session: PtySession, unread: int) -> int:
+    """The unread bytes a write leaves out that are output, not the prompt the shell waits at.
+
+    A command line is typed at the prompt, so the prompt is no output anyone missed
+    (a typing cell shows the line it typed, then what it printed). What a background
+    job printed after the prompt is.
+    """
+    if session.prompt is None:
+        return unread
+    begin, end = session.prompt
+    end = session.offset if end is None else end
+    return unread - max(0, end - max(begin, session.offset - unread))
+
+
 def _result(session: PtySession, collected: Collected, warnings: str, **counts: int) -> UnifiedExecResult:
     """The seed's answer: the id while the program lives, None and its exit code once it has exited."""
     return UnifiedExecResult(
@@ -445,5 +464,6 @@ def _result(session: PtySession, collected: Collected, warnings: str, **counts: 
         original_token_count=collected.token_count,
         command_exit_code=collected.command_exit_code,
         ended_by=str(collected.ended_by),
+        closed=session.closed,
         **counts,
     )

@@ -70,10 +70,14 @@ class UnifiedExecResult:
     command_exit_code: int | None = None  # a typed command's status (shell integration), None if none finished
     ended_by: str = "timeout"  # what ended the wait: exit, command, match, quiet, timeout, interrupt
     left_out_bytes: int = 0  # earlier output a write did not show (it was not its own)
+    closed: bool = False  # the program ended because the session was closed (a kill), not on its own
 
 
 @dataclass(frozen=True)
 class SessionInfo:
+    """A session as the faces list it; `command` is the argv the user gave (what runs may add
+    our shell integration's options, which no one asked to read)."""
+
     session_id: int
     command: list[str] = field(default_factory=list)
     pid: int = 0
@@ -83,10 +87,15 @@ class SessionInfo:
     name: str | None = None
 
 
-def exit_state(alive: bool, exit_code: int | None) -> str:
-    """How every face words a program's state."""
+def exit_state(alive: bool, exit_code: int | None, closed: bool = False) -> str:
+    """How every face words a program's state.
+
+    `closed`: the user closed the session; the hangup that ended it is no crash to report.
+    """
     if alive:
         return "running"
+    if closed:
+        return "closed"
     return "exited" if exit_code is None else f"exited with code {exit_code}"
 
 

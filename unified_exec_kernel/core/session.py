@@ -71,12 +71,16 @@ class PtySession:
         cwd: str | None = None,
         prompt_nonce: str | None = None,
         name: str | None = None,
+        command: Sequence[str] | None = None,
     ):
         """`prompt_nonce`: the shell was integrated with it (shell_integration.py); its
-        prompt markers are taken out of the output and reported to `on_prompt`."""
+        prompt markers are taken out of the output and reported to `on_prompt`.
+        `command`: what the user started, when `argv` (what runs) is a rewrite of it."""
         self.session_id = session_id
         self.name = name
         self.argv = list(argv)
+        # A person reads the command they gave, not our integration's rcfile in its argv.
+        self.command = list(argv if command is None else command)
         self.started = time.time()
         self.state = Lifecycle.RUNNING
         self.exit_code: int | None = None
@@ -87,6 +91,10 @@ class PtySession:
         self._exit_callbacks: list[Callable[[PtySession], None]] = []
         self._prompt_listeners: list[PromptListener] = []
         self.prompts = 0  # prompts the shell has shown and then waited at (its A markers without typeahead)
+        # Where the prompt the shell waits at begins and ends (None: not yet printed whole);
+        # None while a command runs.
+        self.prompt: tuple[int, int | None] | None = None
+        self.closed = False  # the engine ended the program (a kill, pruning, shutdown): its signal is no crash
         self._loop = asyncio.get_running_loop()
         self._finished = asyncio.Event()
         self._grace_timer: asyncio.TimerHandle | None = None
@@ -160,6 +168,11 @@ class PtySession:
     def _tell_prompt(self, mark: PromptEvent) -> None:
         if mark.kind == "A" and not mark.typeahead:
             self.prompts += 1
+            self.prompt = (mark.index, None)
+        elif mark.kind == "B" and self.prompt is not None:
+            self.prompt = (self.prompt[0], mark.index)
+        elif mark.kind == "C":
+            self.prompt = None
         for listener in list(self._prompt_listeners):
             try:
                 listener(mark)
@@ -247,6 +260,7 @@ class PtySession:
     async def close(self, grace: float = CLOSE_GRACE_S) -> None:
         """End every process of the session (hangup, then kill) and release the terminal."""
         if self._closing is None:
+            self.closed = self.alive
             self._closing = asyncio.ensure_future(self._close(grace))
         await asyncio.shield(self._closing)
 

@@ -33,6 +33,7 @@ class TerminalWidget(anywidget.AnyWidget):
     title = Unicode(help="the session's command").tag(sync=True)
     alive = Bool(True, help="whether the program still runs").tag(sync=True)
     exit_code = Int(None, allow_none=True, help="the exit code once it has exited").tag(sync=True)
+    closed = Bool(False, help="it ended because the session was closed (a kill), not on its own").tag(sync=True)
 
     def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, bridge: Bridge | None = None, **kwargs):
         """`manager` and the `bridge` to its loop default to the running kernel's."""
@@ -42,7 +43,7 @@ class TerminalWidget(anywidget.AnyWidget):
             raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
         session = bridge.call(manager.session, session_id)
-        super().__init__(session_id=session_id, title=shlex.join(session.argv), **kwargs)
+        super().__init__(session_id=session_id, title=shlex.join(session.command), **kwargs)
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
@@ -54,11 +55,12 @@ class TerminalWidget(anywidget.AnyWidget):
 
     def _start_streaming(self) -> None:
         """On the engine: hear the exit (before any `exited` is sent), stream from now on; `attach` adds the history."""
-        self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code))
+        self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code, session.closed))
         self._endpoint.stream(self._session)
 
-    def _on_exit(self, exit_code: int | None) -> None:
+    def _on_exit(self, exit_code: int | None, closed: bool = False) -> None:
         # On the kernel's main thread: a widget's traits change on one thread only.
+        self.closed = closed  # before `alive`: the view words the exit as it learns it
         self.alive = False
         self.exit_code = exit_code
 
@@ -76,7 +78,7 @@ class TerminalWidget(anywidget.AnyWidget):
             bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
         _, scrollback = self._bridge.call(self._session.scrollback_snapshot)
         snapshot = render_terminal_text(scrollback.decode("utf-8")).rstrip("\n")
-        state = exit_state(self.alive, self.exit_code)
+        state = exit_state(self.alive, self.exit_code, self.closed)
         bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]{note}".lstrip("\n")
         return bundle, metadata
 

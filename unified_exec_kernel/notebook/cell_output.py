@@ -100,7 +100,7 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False) -> str:
     if result.session_id is not None:
         state = f"session {result.session_id} {exit_state(True, None)}"
     else:
-        state = exit_state(False, result.exit_code)
+        state = exit_state(False, result.exit_code, result.closed)
     parts = [state]
     if result.command_exit_code is not None:
         parts.append(f"command exited with code {result.command_exit_code}")

@@ -225,7 +225,7 @@ def data(rid, session_id: int, batch: Batch) -> dict:
 
 
 def exited(session: PtySession) -> dict:
-    return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code}
+    return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code, "closed": session.closed}
 
 
 SESSIONS_CHANGED = {"type": "sessions_changed"}

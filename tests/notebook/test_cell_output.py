@@ -6,6 +6,13 @@ def test_status_line_for_a_running_session():
     assert status_line(UnifiedExecResult(3, "", wall_time=1.5)) == "[session 3 running · 1.50 s]"
 
 
+def test_status_line_under_a_live_view_leaves_the_state_to_the_view():
+    # The view's header follows the session; a "running" here would go stale once it ends.
+    assert status_line(UnifiedExecResult(3, "", wall_time=1.5), live=True) == "[session 3 · 1.50 s]"
+    ended = UnifiedExecResult(None, "", exit_code=0, wall_time=0.2)
+    assert status_line(ended, live=True) == status_line(ended) == "[exited with code 0 · 0.20 s]"
+
+
 def test_status_line_for_an_exited_program():
     assert status_line(UnifiedExecResult(None, "", exit_code=-9, wall_time=0.004)) == "[exited with code -9 · 0.00 s]"
 

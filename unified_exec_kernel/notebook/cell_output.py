@@ -96,9 +96,15 @@ def _bytes_left_out(match: re.Match) -> str:
     return f"[… about {int(match[1]) * APPROX_BYTES_PER_TOKEN:,} bytes left out of the middle …]"
 
 
-def status_line(result: UnifiedExecResult, *, interrupted: bool = False) -> str:
+def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: bool = False) -> str:
+    """What the cell's wait saw, in one line.
+
+    `live`: a live view above shows the session's state and keeps it current;
+    the line names the session (to type into it) but leaves its state, which
+    would go stale under the view, to the view.
+    """
     if result.session_id is not None:
-        state = f"session {result.session_id} {exit_state(True, None)}"
+        state = f"session {result.session_id}" if live else f"session {result.session_id} {exit_state(True, None)}"
     else:
         state = exit_state(False, result.exit_code, result.closed)
     parts = [state]

@@ -102,7 +102,7 @@ async def run_in_cell(
 
     result, interrupted = await _wait(bridge, collect, stop)
     if view is None:
-        print(status_line(result, interrupted=interrupted))
+        print(status_line(result, interrupted=interrupted, live=True))
     elif request.agent_format:
         view.finish_text(format_for_agent(result))
     else:

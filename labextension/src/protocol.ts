@@ -21,7 +21,7 @@ export type SessionId = number;
 export type SessionKey = SessionId | string;
 
 /** What ended a wait. */
-export type EndedBy = 'exit' | 'command' | 'match' | 'quiet' | 'timeout' | 'interrupt';
+export type EndedBy = 'exit' | 'command' | 'input' | 'match' | 'quiet' | 'timeout' | 'interrupt';
 
 /** Events the kernel sends on its own carry `null` or no `request_id`. */
 type EventRequestId = { request_id?: null };

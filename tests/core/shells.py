@@ -1,8 +1,8 @@
 """A shell started integrated in a real PTY, read through the scanner, for tests to drive.
 
 Every wait has a bounded deadline; `run` waits as the session manager will
-(core/command_wait.py): drain what the shell printed, write, then feed the
-events to a CommandWait until the shell is back at its prompt.
+(core/completion/collect.py): drain what the shell printed, write, then feed
+the events to a CommandEnd until the shell is back at its prompt.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_exec_kernel.core.process import procs
-from unified_exec_kernel.core.completion.command_wait import CommandWait
+from unified_exec_kernel.core.completion.collect import CommandEnd
 from unified_exec_kernel.core.completion.semantic_prompt import PromptEvent, SemanticPromptScanner
 from unified_exec_kernel.core.completion.shell_integration import integrate, new_nonce
 from unified_exec_kernel.core.process.spawn import spawn_pty
@@ -156,12 +156,13 @@ class Shell:
 
     def run(self, line: str) -> Run:
         mark = self.write(line + "\n")
-        wait = CommandWait()
+        wait = CommandEnd()
         fed = mark
 
         def back_at_prompt() -> bool:
             nonlocal fed
-            wait.feed(self.events[fed:])
+            for event in self.events[fed:]:
+                wait.feed(event)
             fed = len(self.events)
             return wait.done
 

@@ -13,6 +13,11 @@ def test_status_line_under_a_live_view_leaves_the_state_to_the_view():
     assert status_line(ended, live=True) == status_line(ended) == "[exited with code 0 · 0.20 s]"
 
 
+def test_status_line_says_a_program_in_the_shell_waits_for_input():
+    result = UnifiedExecResult(3, "", wall_time=0.35, ended_by="input")
+    assert status_line(result) == "[session 3 running · waits for input (no end from the shell) · 0.35 s]"
+
+
 def test_status_line_for_an_exited_program():
     assert status_line(UnifiedExecResult(None, "", exit_code=-9, wall_time=0.004)) == "[exited with code -9 · 0.00 s]"
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
-from .completion.collect import Collected, collect
+from .completion.collect import Collected, WaitFor, collect, compile_until
 from .errors import CreateSessionError, MissingCommandLineError, UnknownSessionIdError
 from .models import (
     DEFAULT_TIMEOUT_MS,
@@ -36,7 +36,6 @@ from .models import (
 from .process.guardian import Guardian
 from .session import SCROLLBACK_BYTES, PtySession
 from .completion.shell_integration import integrate, new_nonce
-from .completion.waits import WaitFor, compile_until
 from .process.termination import terminate_blocking
 
 log = logging.getLogger(__name__)
@@ -64,7 +63,7 @@ class UnifiedExecSessionManager:
     tests and users call), so it keeps the session table (ids, names, the
     least-recently-used cap, listeners, the guardian) beside the requests that
     share its locks. Every mechanism it uses lives in its own module:
-    collecting (collect.py), waiting (waits.py), a session (session.py),
+    collecting until a request is done (collect.py), a session (session.py),
     integration (shell_integration.py), ending processes (termination.py).
     """
 

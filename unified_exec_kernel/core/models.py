@@ -21,7 +21,7 @@ class UnifiedExecRequest:
     they are (add the `\\n` yourself); no chunks means just collect output.
     `session_id` may also be a session's name.
 
-    Beyond the seed: `until` (a regex, MULTILINE) and `quiet_ms` end the wait
+    Beyond the seed: `until` (a regex, matched line by line) and `quiet_ms` end the wait
     early; `name`, `cwd` and `env` go with a new session.
     """
 
@@ -68,7 +68,7 @@ class UnifiedExecResult:
     original_token_count: int = 0
     dropped_bytes: int = 0
     command_exit_code: int | None = None  # a typed command's status (shell integration), None if none finished
-    ended_by: str = "timeout"  # what ended the wait: exit, command, match, quiet, timeout, interrupt
+    ended_by: str = "timeout"  # what ended the wait: exit, command, input, match, quiet, timeout, interrupt
     left_out_bytes: int = 0  # earlier output a write did not show (it was not its own)
     closed: bool = False  # the program ended because the session was closed (a kill), not on its own
 

@@ -94,6 +94,13 @@ class PtySession:
         # Where the prompt the shell waits at begins and ends (None: not yet printed whole);
         # None while a command runs.
         self.prompt: tuple[int, int | None] | None = None
+        # The shell said a command line started (C) and has not yet said it finished (D or
+        # the next A): what is typed now goes to that command, and no end may come from the
+        # shell while it runs (a nested shell, a REPL, ssh; or `exec` replaced the shell).
+        self.in_command = False
+        # Whether the shell marks where its prompts end (B); None until one prompt told.
+        # bash always does; zsh not while PS1 is exported (B would leak into a child).
+        self.prompt_has_end: bool | None = None
         self.closed = False  # the engine ended the program (a kill, pruning, shutdown): its signal is no crash
         self._loop = asyncio.get_running_loop()
         self._finished = asyncio.Event()
@@ -166,13 +173,17 @@ class PtySession:
         self._fan_out(clean[position:])
 
     def _tell_prompt(self, mark: PromptEvent) -> None:
+        if mark.kind in ("A", "C") and self.prompt is not None and self.prompt[1] is None:
+            self.prompt_has_end = False  # the last prompt came and went without its B
         if mark.kind == "A" and not mark.typeahead:
             self.prompts += 1
             self.prompt = (mark.index, None)
         elif mark.kind == "B" and self.prompt is not None:
             self.prompt = (self.prompt[0], mark.index)
+            self.prompt_has_end = True
         elif mark.kind == "C":
             self.prompt = None
+        self.in_command = mark.kind == "C" or (self.in_command and mark.kind not in ("A", "D"))
         for listener in list(self._prompt_listeners):
             try:
                 listener(mark)

@@ -123,4 +123,4 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
 
 
 # What ended a wait, when the state does not already say it (exit, timeout).
-_ENDINGS = {"command": "", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}
+_ENDINGS = {"command": "", "input": "waits for input (no end from the shell)", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}

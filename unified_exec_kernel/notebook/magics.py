@@ -27,7 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from .cell_run import CellRequest, run_in_cell
-from ..core.completion.waits import compile_until
+from ..core.completion.collect import compile_until
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
@@ -74,7 +74,7 @@ class UnifiedExecMagics(Magics):
     @argument("-s", "--session", type=_session_key, metavar="ID|NAME", help="write the body to this session (an id or a name) instead of starting one")
     @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output at most, in ms (default 1000; typing a command into an integrated shell: 60000, its maximum)")
     @argument("--name", metavar="NAME", help="name the new session, so later cells can say -s NAME (free again once it has exited)")
-    @argument("--until", metavar="REGEX", help="stop waiting as soon as the output matches (Python re, MULTILINE), e.g. --until '>>> $' for a Python REPL")
+    @argument("--until", metavar="REGEX", help="stop waiting as soon as a line of the output matches (Python re; ^ and $ are the line's start and end), e.g. --until '^ready$', or '>>> $' for a Python REPL")
     @argument("--quiet", type=int, metavar="MS", help="stop waiting once output came and then nothing for MS")
     @argument("--check", action="store_true", default=None, help="fail the cell (one line, after the output) when the program, or the command typed into an integrated shell, exits non-zero, as %%%%bash does; c.UnifiedExec.check makes it the default")
     @argument("--no-check", dest="check", action="store_false", default=None, help="do not fail the cell on a non-zero exit (when c.UnifiedExec.check is on)")

@@ -19,7 +19,7 @@ from ..core.output.batcher import Batcher
 from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
-from ..core.completion.waits import compile_until
+from ..core.completion.collect import compile_until
 from . import messages
 from .live import LiveStream
 from .messages import BadRequest

@@ -1,7 +1,7 @@
 """Integrated bash and zsh in real PTYs: their markers, and everything of the user's they keep.
 
 Each test gets a fresh HOME with the user's startup files; tests/core/shells.py
-drives the shell (bounded waits, `run` ends as core/command_wait.py says).
+drives the shell (bounded waits, `run` ends as core/completion/collect.py says).
 """
 
 from __future__ import annotations

@@ -1,22 +1,69 @@
-"""Collecting a session's output until a wait ends: one request's, or one watch's.
+"""Collecting a session's output until the request is done: the one way a request or a watch waits.
 
-A request and an agent's watch do the same thing: keep what the session
-prints (flat memory, `collector.py`), type the request's input if any, and
-wait for the first condition (`waits.py`). They differ only in what comes
-before (a request drains the session's unread buffer and holds its lock) and
-after (a request may report the exit and forget the session); the manager
-does those parts.
+`collect` keeps what the session prints (flat memory, a head and a tail),
+types the request's input if any, and waits for the first of its conditions:
+
+- EXIT: the program exited and its output is drained;
+- COMMAND: an integrated shell reported the typed command done and drew its
+  prompt again (OSC 133 markers, see shell_integration.py);
+- INPUT: a command typed into an integrated shell took the terminal and waits
+  for keys, so no end can come from the shell (a nested shell, a REPL, ssh,
+  an editor, a password prompt, or `exec` replaced the shell): the terminal
+  is in key-by-key or no-echo mode and nothing arrived for INPUT_QUIET_S;
+- MATCH: a line of the output matched `until`;
+- QUIET: something arrived, then nothing for `quiet_s`;
+- TIMEOUT, INTERRUPT: the caller's limit, or its stop event.
+
+Nothing polls: each condition is a callback the session calls (output, a
+prompt marker, the exit) or one timer, so a thousand idle watches cost a
+thousand small objects and no CPU. What comes before (a request drains the
+session's unread buffer and holds its lock) and after (it may report the exit
+and forget the session) is the manager's part.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
+import re
 import time
 from dataclasses import dataclass
 
-from ..output.collector import HeadTailCollector
+from .semantic_prompt import PromptEvent
+from ..output.head_tail import HeadTailCollector
 from ..session import PtySession
-from .waits import EndedBy, Wait, WaitFor
+
+# How long a program that reads keys must stay quiet before it counts as waiting for them.
+INPUT_QUIET_S = 0.3
+# After the shell's prompt starts (A), how long its end (B) may take: a prompt is
+# drawn at once, and only then does the line editor read keys itself. Ending at B
+# keeps the next request's text from being echoed twice (once by the terminal
+# while still in line mode, once by the line editor).
+PROMPT_END_WAIT_S = 0.5
+# `until` sees each line whole once it ends, and an unfinished line as it grows;
+# a line longer than this is matched by its last this-many characters.
+MAX_UNFINISHED_LINE = 65536
+
+
+class EndedBy(str, enum.Enum):
+    EXIT = "exit"
+    COMMAND = "command"
+    INPUT = "input"
+    MATCH = "match"
+    QUIET = "quiet"
+    TIMEOUT = "timeout"
+    INTERRUPT = "interrupt"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    timeout_s: float
+    until: re.Pattern[str] | None = None
+    quiet_s: float | None = None
+    command: bool = False  # the typed command's end (shell integration), or the shell's first prompt
 
 
 @dataclass(frozen=True)
@@ -26,6 +73,16 @@ class Collected:
     ended_by: EndedBy
     command_exit_code: int | None
     seconds: float
+
+
+def compile_until(pattern: str | None) -> re.Pattern[str] | None:
+    """`until` as the engine takes it: Python `re`, MULTILINE (a line's `^` and `$`). Raises ValueError with the reason."""
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern, re.MULTILINE)
+    except re.error as error:
+        raise ValueError(f"until is not a valid regular expression: {error}") from None
 
 
 async def collect(
@@ -38,17 +95,22 @@ async def collect(
     prompted: bool = False,
     stop: asyncio.Event | None = None,
 ) -> Collected:
-    """Subscribe, type `text`, wait, truncate. `already`: earlier output this wait counts as its own."""
+    """Subscribe, type `text`, wait, truncate.
+
+    `already`: earlier output this wait counts as its own (an empty poll's unread text).
+    `prompted`: the shell already showed the prompt this wait is for (a new shell's first).
+    """
     started = time.monotonic()
     collector = HeadTailCollector(max_bytes)
     collector.push(already)
     unsubscribe = session.subscribe(collector.push)
-    wait = Wait(session, wait_for, stop, already=already, prompted=prompted)
+    wait = _Wait(session, wait_for, stop, already=already, prompted=prompted)
     try:
         # A program that exited while a grandchild holds the terminal cannot
         # read: collect its last words instead (as Codex does).
         if text and session.alive:
             session.write(text)
+            wait.typed()
         ended_by = await wait.ended if not session.finished else EndedBy.EXIT
         if ended_by is EndedBy.COMMAND:
             # The shell prints its prompt right after saying so: show it when it is already there.
@@ -57,4 +119,157 @@ async def collect(
         wait.close()
         unsubscribe()
     output, _ = collector.truncated()
-    return Collected(output, collector.token_count, ended_by, wait.command_exit_code, time.monotonic() - started)
+    return Collected(output, collector.token_count, ended_by, wait.command.exit_code, time.monotonic() - started)
+
+
+class _Wait:
+    """One wait on one session, from construction until `ended` resolves."""
+
+    def __init__(self, session: PtySession, wait_for: WaitFor, stop: asyncio.Event | None, *, already: bytes, prompted: bool):
+        self._loop = asyncio.get_running_loop()
+        self._session = session
+        self._wait_for = wait_for
+        self.ended: asyncio.Future[EndedBy] = self._loop.create_future()
+        self.command = CommandEnd()
+        self._lines = None if wait_for.until is None else _LineMatcher(wait_for.until)
+        self._quiet_timer: asyncio.TimerHandle | None = None
+        self._input_timer: asyncio.TimerHandle | None = None
+        self._prompt_end_timer: asyncio.TimerHandle | None = None
+        self._cleanups = [
+            session.subscribe(self._on_output),
+            session.on_exit(lambda _session: self._end(EndedBy.EXIT)),
+        ]
+        if wait_for.command:
+            self._cleanups.append(session.on_prompt(self._on_prompt))
+        timer = self._loop.call_later(wait_for.timeout_s, self._end, EndedBy.TIMEOUT)
+        self._cleanups.append(timer.cancel)
+        if stop is not None:
+            stopper = asyncio.ensure_future(stop.wait())
+            stopper.add_done_callback(lambda _task: self._end(EndedBy.INTERRUPT))
+            self._cleanups.append(stopper.cancel)
+        if already:
+            self._on_output(already, 0)
+        if prompted:
+            self._end(EndedBy.COMMAND)
+
+    def typed(self) -> None:
+        """The request's text went to the terminal: to a command that runs, it may be keys it waits for."""
+        self._watch_for_input()
+
+    def _on_output(self, data: bytes, _offset: int) -> None:
+        if self._lines is not None and self._lines.feed(data):
+            self._end(EndedBy.MATCH)
+            return
+        if self._wait_for.quiet_s is not None:
+            self._quiet_timer = _restart(self._quiet_timer, self._loop, self._wait_for.quiet_s, self._end, EndedBy.QUIET)
+        self._watch_for_input()
+
+    def _on_prompt(self, mark: PromptEvent) -> None:
+        ending = self.command.feed(mark, self._session.prompt_has_end is not False)
+        if ending is CommandEnd.DONE:
+            self._end(EndedBy.COMMAND)
+        elif ending is CommandEnd.PROMPT_STARTED:
+            # Its end marker will come with the prompt; a shell that stopped marking it still ends.
+            self._prompt_end_timer = self._loop.call_later(PROMPT_END_WAIT_S, self._end, EndedBy.COMMAND)
+        elif mark.kind == "C":
+            self._watch_for_input()
+
+    def _watch_for_input(self) -> None:
+        # Only while a typed command runs: at its own prompt the shell reads keys too, and says so.
+        if self._wait_for.command and self._session.in_command and not self.ended.done():
+            self._input_timer = _restart(self._input_timer, self._loop, INPUT_QUIET_S, self._check_input)
+
+    def _check_input(self) -> None:
+        self._input_timer = None
+        if self._session.in_command and self._session.terminal.reads_keys():
+            self._end(EndedBy.INPUT)
+
+    def _end(self, reason: EndedBy) -> None:
+        if self.ended.done():
+            return
+        self.ended.set_result(reason)
+        self.close()
+
+    def close(self) -> None:
+        """Let go of the session (also when the wait is abandoned)."""
+        for cleanup in self._cleanups:
+            cleanup()
+        self._cleanups = []
+        for timer in (self._quiet_timer, self._input_timer, self._prompt_end_timer):
+            if timer is not None:
+                timer.cancel()
+        self._quiet_timer = self._input_timer = self._prompt_end_timer = None
+
+
+def _restart(timer: asyncio.TimerHandle | None, loop: asyncio.AbstractEventLoop, delay: float, callback, *args) -> asyncio.TimerHandle:
+    if timer is not None:
+        timer.cancel()
+    return loop.call_later(delay, callback, *args)
+
+
+class CommandEnd:
+    """When is what was typed into an integrated shell done, and how did it end?
+
+    Fed the shell's own markers after a write (or a spawn), in order: done once
+    the shell shows its prompt again, at the prompt's end (B) after its start (A)
+    when its prompts mark their end, else at the A. The exit code is that of the
+    last command-finished (D) before it; None if no command finished (an empty
+    line, Ctrl-C at the prompt, a line typed into a program that still runs). A
+    prompt flagged as typeahead is passed over: a line typed while the last
+    command ran is about to run, and its own D and A follow.
+
+    Markers the shell printed before the write must be fed before it happens
+    (the manager reads the terminal until it is empty first), or an A of the
+    previous command could end this wait.
+    """
+
+    DONE = "done"
+    PROMPT_STARTED = "prompt started"
+
+    def __init__(self) -> None:
+        self.exit_code: int | None = None
+        self.commands = 0  # how many command lines finished (Ds seen)
+        self.prompt: PromptEvent | None = None  # the A of the prompt the shell is back at
+        self.done = False
+
+    def feed(self, mark: PromptEvent, prompt_end_comes: bool = True) -> str | None:
+        """DONE once the shell is back at its prompt; PROMPT_STARTED at an A whose B is still to come."""
+        if self.done or not mark.ours:
+            return None
+        if mark.kind == "D":
+            self.exit_code = mark.exit_status
+            self.commands += 1
+        elif mark.kind == "A" and not mark.typeahead:
+            self.prompt = mark
+            if not prompt_end_comes:
+                self.done = True
+                return self.DONE
+            return self.PROMPT_STARTED
+        elif mark.kind == "B" and self.prompt is not None:
+            self.done = True
+            return self.DONE
+        elif mark.kind == "C":
+            self.prompt = None  # that prompt was passed by (typeahead the shell did not flag)
+        return None
+
+
+class _LineMatcher:
+    """`until` on terminal lines: each line once it ends, the unfinished last one as it grows.
+
+    The terminal ends lines with `\\r\\n`; the pattern sees `\\n`, so `^ready$`
+    matches a line `ready`. New text is searched as one block, which costs one
+    regex search per read however many lines came; only a block that matched is
+    looked at line by line, so a pattern never matches across a line end.
+    """
+
+    def __init__(self, pattern: re.Pattern[str]):
+        self._pattern = pattern
+        self._unfinished = ""
+
+    def feed(self, data: bytes) -> bool:
+        text = self._unfinished + data.decode("utf-8", "replace").replace("\r\n", "\n")
+        cut = text.rfind("\n") + 1
+        self._unfinished = text[cut:][-MAX_UNFINISHED_LINE:]
+        if not self._pattern.search(text):
+            return False
+        return any(self._pattern.search(line) for line in text.split("\n"))

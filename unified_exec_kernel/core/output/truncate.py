@@ -9,7 +9,7 @@ skips the newline search (Rust's `str::get` refuses such a slice).
 
 The algorithm only ever looks at the first and the last `max_bytes` bytes, so
 `truncate_parts` can run on a head, a tail and a length: a request collecting
-a flood keeps just those (see `collector.py`) and gets the same answer as
+a flood keeps just those (see `head_tail.py`) and gets the same answer as
 truncating everything.
 """
 

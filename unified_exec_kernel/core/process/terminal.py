@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import termios
 from collections import deque
 from collections.abc import Callable
 
@@ -137,6 +138,19 @@ class Terminal:
             return os.tcgetpgrp(self._fd)
         except OSError:
             return None
+
+    def reads_keys(self) -> bool:
+        """Whether the program at the terminal reads it key by key or without echo.
+
+        A shell's line editor, a REPL, ssh, an editor switch canonical mode off;
+        a password prompt switches echo off. A command that is merely busy
+        leaves the terminal as the shell set it for commands: canonical, echoing.
+        """
+        try:
+            local_modes = termios.tcgetattr(self._fd)[3]
+        except (OSError, termios.error):
+            return False
+        return not (local_modes & termios.ICANON and local_modes & termios.ECHO)
 
     def release(self) -> None:
         """Stop reading and writing and close the master fd (once)."""

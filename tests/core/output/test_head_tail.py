@@ -2,7 +2,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unified_exec_kernel import truncate_middle
-from unified_exec_kernel.core.output.collector import HeadTailCollector
+from unified_exec_kernel.core.output.head_tail import HeadTailCollector
 
 
 @settings(max_examples=300, deadline=None)

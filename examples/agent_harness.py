@@ -3,8 +3,8 @@
 An agent decides what to type from what it reads. Here the "agent" is a
 fixed plan, but the loop is the real one: start a shell, send a command,
 read the result (agent format, as Codex's exec tool reports it), decide.
-With shell integration each typed command answers when it is done, with its
-exit code; a long job in another session is waited on with a watch that
+With shell integration each typed command answers when it is done, and the
+structured result beside the text holds its exit code; a long job in another session is waited on with a watch that
 fires when its marker appears, not by polling or sleeping blindly.
 
     python examples/agent_harness.py
@@ -20,13 +20,16 @@ from unified_exec_kernel.core.agent_format import format_for_agent
 from unified_exec_kernel.screen.render import render_terminal_text
 
 
-async def run_plan() -> list[str]:
-    transcript = []
+async def run_plan() -> tuple[list[str], list[int | None]]:
+    """What the agent read, and each typed command's exit code (None: no command ended)."""
+    transcript: list[str] = []
+    statuses: list[int | None] = []
     manager = UnifiedExecSessionManager(env={"PS1": "$ "}, shell_integration=True)
 
     def read(result):
         report = format_for_agent(result)
         transcript.append(report)
+        statuses.append(result.command_exit_code)
         return report
 
     try:
@@ -47,10 +50,11 @@ async def run_plan() -> list[str]:
         read(await manager.write("work", "exit 0\n"))
     finally:
         await manager.close_all()
-    return transcript
+    return transcript, statuses
 
 
 if __name__ == "__main__":
-    for step in asyncio.run(run_plan()):
+    transcript, statuses = asyncio.run(run_plan())
+    for step, status in zip(transcript, statuses):
         print(step.replace("\r\n", "\n"))
-        print("-" * 40)
+        print(f"---------------------------------------- command exit code: {status}")

@@ -286,7 +286,7 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
     assert f"Serving HTTP on 127.0.0.1 port {PORT}" in text("tour-server-start")
     agent = text("tour-agent")
     assert re.match(
-        r"Wall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nCommand exited with code 0\nOriginal token count: \d+\nOutput:\n",
+        r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nOriginal token count: \d+\nOutput:\n",
         agent,
     ), agent
     assert "hello, agent\r\n" in agent

@@ -257,7 +257,7 @@ def test_sessions_table_lists_the_two_shells_by_name(tour):
 def test_agent_format(tour):
     text = tour.text("tour-agent")
     assert re.match(
-        r"Wall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nCommand exited with code 0\nOriginal token count: \d+\nOutput:\n",
+        r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nOriginal token count: \d+\nOutput:\n",
         text,
     ), text
     assert "hello, agent\r\n" in text

@@ -147,7 +147,7 @@ def test_out_stores_the_result_in_the_namespace(kernel):
 
 def test_agent_format_reports_as_codex_does(kernel):
     text = kernel.run("%%uexec --format agent\necho hi\n")
-    assert re.match(r"Wall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\r\n", text), text
+    assert re.match(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\r\n", text), text
 
 
 def test_help_documents_every_option(kernel):

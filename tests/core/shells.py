@@ -44,7 +44,7 @@ class Shell:
         rewritten = integrate(argv, {**base, **(env or {})}, self.nonce)
         assert rewritten is not None, argv
         self.argv, self.env = rewritten
-        self.pty = spawn_pty(self.argv, self.env)
+        self.pty = spawn_pty(self.argv, self.env, handoff=f"{self.nonce}\n".encode())
         self.scanner = SemanticPromptScanner(self.nonce)
         self.utf8 = Utf8Stream()
         self.text = ""

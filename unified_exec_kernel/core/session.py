@@ -108,7 +108,9 @@ class PtySession:
         self._closing: asyncio.Task | None = None
 
         self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
-        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd)
+        # The nonce goes through a pipe the shell's startup reads and closes (shell_integration.py).
+        handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
+        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
         self.pid = spawned.pid
         self.terminal = Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
         watch_exit(self.pid, self._loop, self._on_exit)

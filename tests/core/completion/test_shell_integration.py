@@ -12,6 +12,7 @@ import pytest
 
 from unified_exec_kernel.core.completion.semantic_prompt import PromptEvent
 from unified_exec_kernel.core.completion.shell_integration import BASH_SCRIPT, NONCE_VARIABLE, ZSH_DOTDIR, integrate, new_nonce
+from unified_exec_kernel.core.process.spawn import HANDOFF_FD
 
 from ..shells import Shell
 
@@ -97,7 +98,8 @@ def test_not_integrated(argv):
 def test_bash_reads_our_rc_file(argv, expected):
     new_argv, env = integrate(argv, {"HOME": "/h"}, "n")
     assert new_argv == expected
-    assert env["UEXEC_BASH_STARTUP"] == "rcfile" and env[NONCE_VARIABLE] == "n"
+    assert env["UEXEC_BASH_STARTUP"] == "rcfile" and env[NONCE_VARIABLE] == str(HANDOFF_FD)
+    assert "n" not in env.values(), "the nonce travels by a pipe, never in the environment"
     assert env.get("UEXEC_BASH_RCFILE") == ("my.rc" if "my.rc" in argv else None)
 
 
@@ -106,7 +108,7 @@ def test_bash_login_and_norc_start_from_prompt_command(argv):
     new_argv, env = integrate(argv, {"HOME": "/h", "PROMPT_COMMAND": "mine"}, "n", parent_pid=42)
     assert new_argv == argv
     assert env["UEXEC_BASH_STARTUP"] == "prompt"
-    assert env["PROMPT_COMMAND"] == env["UEXEC_BASH_BOOTSTRAP"] == f". {BASH_SCRIPT}"
+    assert env["PROMPT_COMMAND"] == env["UEXEC_BASH_BOOTSTRAP"] == f"{{ . {BASH_SCRIPT}; }} 2>/dev/null"
     assert env["UEXEC_BASH_PROMPT_COMMAND"] == "mine" and env["UEXEC_PARENT_PID"] == "42"
 
 
@@ -240,6 +242,27 @@ def test_no_trace_in_the_environment_of_commands(start, shell):
     sh = start([shell])
     result = sh.run("env | grep -e UEXEC_ -e ZDOTDIR -e __uexec || echo clean")
     assert result.output.startswith("clean"), result.output
+
+
+@both
+def test_the_nonce_is_in_no_environment_and_its_pipe_is_closed(start, shell):
+    sh = start([shell])
+    # /proc/PID/environ keeps what the shell started with, for its whole life
+    result = sh.run("tr '\\0' '\\n' < /proc/$$/environ | grep -c -e " + sh.nonce + f"; ls /proc/$$/fd/ | grep -cx {HANDOFF_FD}")
+    assert result.output.split()[:2] == ["0", "0"], result.output
+    assert result.status == 1  # grep found nothing
+
+
+@pytest.mark.parametrize(("shell", "trace_on"), [("bash", "set -x"), ("zsh", "setopt xtrace")])
+def test_tracing_shows_none_of_the_hooks(start, shell, trace_on):
+    sh = start([shell])
+    sh.run(trace_on)
+    before = len(sh.text)
+    result = sh.run("echo traced-$((6*7))")
+    assert result.status == 0 and "traced-42" in result.output
+    shown = sh.text[before:]
+    assert "echo traced-" in shown, "the user's own command is traced as always"
+    assert "uexec" not in shown and sh.nonce not in shown, shown
 
 
 def test_bash_norc_reads_no_rc_file(start):

@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from unified_exec_kernel.core.process.spawn import spawn_pty
+from unified_exec_kernel.core.process.spawn import HANDOFF_FD, spawn_pty
 
 from ..helpers import Reader, spawn
 
@@ -77,6 +77,18 @@ async def test_inherited_ignored_signals_are_reset(backend):
 async def test_missing_program_raises_in_the_caller(backend):
     with pytest.raises(FileNotFoundError):
         spawn_pty(["/no/such/program"], {}, backend=backend)
+
+
+async def test_a_handoff_reaches_the_child_on_its_descriptor_alone(backend):
+    # How the shell integration's nonce travels: a pipe on HANDOFF_FD, then end of file; never the environment.
+    script = f'IFS= read -r x <&{HANDOFF_FD}; echo "got-$x"; cat <&{HANDOFF_FD}; echo end; grep -c abc /proc/$$/environ'
+    session = spawn(["bash", "-c", script], backend, prompt_nonce="abc")
+    reader = Reader(session)
+    try:
+        await asyncio.wait_for(session.wait_finished(), 10)
+    finally:
+        await session.close()
+    assert "got-abc\r\nend\r\n0\r\n" in reader.text, reader.text
 
 
 def test_unknown_backend_is_refused():

@@ -22,10 +22,15 @@ Markers are `ESC ] 133 ; <kind> [; <status>] ; uexec=<nonce> [; typeahead=1] BEL
 `A` prompt start, `B` prompt end, `C` command output start, `D;<status>` the
 command line finished (no D when a line ran no command: empty, a comment, a syntax
 error, Ctrl-C at the prompt). `typeahead=1` on an A says a complete line was already
-waiting, so the shell runs it at once instead of waiting for input. The nonce comes
-in through the environment and the scripts remove it (and every UEXEC_* variable)
-from the shell's environment before any user file runs, so nothing started inside
-the shell, nested shells included, can print this session's markers by accident.
+waiting, so the shell runs it at once instead of waiting for input.
+
+The nonce never enters an environment: the shell reads it from a pipe on
+descriptor HANDOFF_FD (the environment says which: NONCE_VARIABLE) and closes it
+before any user file runs, so no process can read it from /proc/PID/environ, and
+nothing started inside the shell, nested shells included, inherits it. The scripts
+remove every UEXEC_* variable from the shell's environment at the same time, and
+their hooks run with their trace hidden, so `set -x` (`setopt xtrace`) shows none
+of them. The caller hands the nonce to the spawn (`spawn_pty(handoff=...)`).
 
 Not integrated (`integrate` returns None): other programs; a shell that runs a
 command or a script (`-c`, a script operand without `-s`) or prints and exits
@@ -43,6 +48,8 @@ import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from ..process.spawn import HANDOFF_FD
 
 SCRIPTS = Path(__file__).with_name("shell_scripts")
 BASH_SCRIPT = SCRIPTS / "bash-integration.sh"
@@ -161,10 +168,11 @@ def _integrate_bash(
     if argv[j:] and not reads_stdin:
         return None  # a script
 
-    env[NONCE_VARIABLE] = nonce
+    env[NONCE_VARIABLE] = str(HANDOFF_FD)
     if login or norc:
         # bash reads its startup files itself; ours comes in at the first prompt
-        bootstrap = ". " + shlex.quote(str(BASH_SCRIPT))
+        # its trace hidden too, should a profile have turned on `set -x`
+        bootstrap = "{ . " + shlex.quote(str(BASH_SCRIPT)) + "; } 2>/dev/null"
         env["UEXEC_BASH_STARTUP"] = "prompt"
         env["UEXEC_BASH_BOOTSTRAP"] = bootstrap
         env["UEXEC_PARENT_PID"] = str(parent_pid)
@@ -246,7 +254,7 @@ def _integrate_zsh(argv: list[str], env: dict[str, str], nonce: str) -> tuple[li
     if argv[i:] and not reads_stdin:
         return None  # a script
 
-    env[NONCE_VARIABLE] = nonce
+    env[NONCE_VARIABLE] = str(HANDOFF_FD)
     user_zdotdir = env.get("ZDOTDIR")
     if user_zdotdir is not None and os.path.realpath(user_zdotdir) != os.path.realpath(ZSH_DOTDIR):
         env["UEXEC_ZSH_ZDOTDIR"] = user_zdotdir

@@ -20,6 +20,10 @@
 #      which bash's command number (\#) tells.
 # The user's PROMPT_COMMAND runs between the two hooks at top level, as bash would run
 # it, and sees the real $?; PS1 and PS0 are the user's with our marker appended.
+# Each hook runs as `{ hook; } 2>/dev/null`: under `set -x` its trace (the nonce in it)
+# goes nowhere, and the user's own hooks trace as they always did.
+# The nonce comes through a pipe on the descriptor UEXEC_SHELL_INTEGRATION names,
+# read and closed here before any file of the user's runs: it is in no environment.
 
 __uexec_entry_status=$?  # bootstrap mode hands it back to the rest of PROMPT_COMMAND
 
@@ -59,6 +63,14 @@ __uexec_postcmd() {
     return "$__uexec_status"
 }
 
+__uexec_read_nonce() {
+    __uexec_nonce=
+    local __uexec_fd=${UEXEC_SHELL_INTEGRATION-}
+    [[ -n $__uexec_fd && $__uexec_fd != *[!0-9]* ]] || return 0
+    IFS= builtin read -r -t 1 -u "$__uexec_fd" __uexec_nonce 2>/dev/null
+    exec {__uexec_fd}<&-
+}
+
 __uexec_unmark() {
     PS1=${PS1-}; PS1=${PS1//'\[\]${__uexec_b-}'/}; PS1=${PS1//"$__uexec_literal_b"/}
     PS0=${PS0-}; PS0=${PS0//'${__uexec_c-}'/}; PS0=${PS0//"$__uexec_literal_c"/}
@@ -72,6 +84,8 @@ __uexec_install() {
     __uexec_literal_c='\e]133;C;uexec='$__uexec_nonce'\a'
     __uexec_hash='\#'
     __uexec_commands=${__uexec_hash@P}
+    __uexec_pre_hook='{ __uexec_precmd; } 2>/dev/null'
+    __uexec_post_hook='{ __uexec_postcmd; } 2>/dev/null'
     __uexec_wrap
 }
 
@@ -83,9 +97,9 @@ __uexec_array_prompt_command() {
 # Our hooks first and last, as __uexec_wrap leaves them.
 __uexec_wrapped() {
     if __uexec_array_prompt_command; then
-        [[ ${PROMPT_COMMAND[0]-} == __uexec_precmd && ${PROMPT_COMMAND[-1]} == __uexec_postcmd ]]
+        [[ ${PROMPT_COMMAND[0]-} == "$__uexec_pre_hook" && ${PROMPT_COMMAND[-1]} == "$__uexec_post_hook" ]]
     else
-        [[ ${PROMPT_COMMAND-} == __uexec_precmd$'\n'* && $PROMPT_COMMAND == *$'\n'__uexec_postcmd ]]
+        [[ ${PROMPT_COMMAND-} == "$__uexec_pre_hook"$'\n'* && $PROMPT_COMMAND == *$'\n'"$__uexec_post_hook" ]]
     fi
 }
 
@@ -99,21 +113,21 @@ __uexec_wrap() {
     if __uexec_array_prompt_command; then
         local -a __uexec_user=()
         for __uexec_part in "${PROMPT_COMMAND[@]}"; do
-            if [[ $__uexec_part != __uexec_precmd && $__uexec_part != __uexec_postcmd ]]; then
+            if [[ $__uexec_part != "$__uexec_pre_hook" && $__uexec_part != "$__uexec_post_hook" ]]; then
                 __uexec_part=${__uexec_part//__uexec_precmd/__uexec_pass}
                 __uexec_user+=("${__uexec_part//__uexec_postcmd/__uexec_pass}")
             fi
         done
         builtin unset PROMPT_COMMAND
-        PROMPT_COMMAND=(__uexec_precmd "${__uexec_user[@]}" __uexec_postcmd)
+        PROMPT_COMMAND=("$__uexec_pre_hook" "${__uexec_user[@]}" "$__uexec_post_hook")
     else
         __uexec_part=${PROMPT_COMMAND-}
-        if [[ $__uexec_part == __uexec_precmd$'\n'* ]]; then __uexec_part=${__uexec_part#*$'\n'}; fi
-        if [[ $__uexec_part == *$'\n'__uexec_postcmd ]]; then __uexec_part=${__uexec_part%$'\n'*}; fi
+        if [[ $__uexec_part == "$__uexec_pre_hook"$'\n'* ]]; then __uexec_part=${__uexec_part#*$'\n'}; fi
+        if [[ $__uexec_part == *$'\n'"$__uexec_post_hook" ]]; then __uexec_part=${__uexec_part%$'\n'*}; fi
         __uexec_part=${__uexec_part//__uexec_precmd/__uexec_pass}
         __uexec_part=${__uexec_part//__uexec_postcmd/__uexec_pass}
         builtin unset PROMPT_COMMAND
-        PROMPT_COMMAND=__uexec_precmd$'\n'${__uexec_part:+$__uexec_part$'\n'}__uexec_postcmd
+        PROMPT_COMMAND=$__uexec_pre_hook$'\n'${__uexec_part:+$__uexec_part$'\n'}$__uexec_post_hook
     fi
 }
 
@@ -148,7 +162,7 @@ __uexec_pass() {
 __uexec_bootstrap() {
     __uexec_unbootstrap
     if [[ $PPID == "${UEXEC_PARENT_PID-}" ]]; then
-        __uexec_nonce=${UEXEC_SHELL_INTEGRATION-}
+        __uexec_read_nonce
     else
         # a shell that the startup files started and that inherited the bootstrap
         __uexec_nonce=
@@ -171,7 +185,7 @@ builtin unset __uexec_aliases
 # `declare` in it is global, a `return` ends the file).
 if [[ ${UEXEC_BASH_STARTUP-} == rcfile ]]; then
     builtin unset __uexec_entry_status
-    __uexec_nonce=${UEXEC_SHELL_INTEGRATION-}
+    __uexec_read_nonce
     __uexec_rcfile=${UEXEC_BASH_RCFILE-'~/.bashrc'}
     __uexec_forget_environment
     # what bash does with an rc file name: expand a leading ~, open it from the

@@ -16,9 +16,18 @@
 #   D;<status>  the command line finished (first precmd hook), only when one ran:
 #      zsh calls preexec for none of an empty line, a parse error, Ctrl-C at the prompt.
 # zsh hands every hook the same $?, so the user's precmd/preexec hooks see theirs.
+# Each hook's body is a `{ ... } 2>/dev/null` group, so under `setopt xtrace` its trace
+# (the nonce in it) goes nowhere (zsh calls hooks without a definition's redirections). The nonce comes through a pipe on the descriptor
+# UEXEC_SHELL_INTEGRATION names, read and closed here, first: it is in no environment.
 
 typeset -g __uexec_zdotdir=$ZDOTDIR
-typeset -g __uexec_nonce=${UEXEC_SHELL_INTEGRATION-}
+typeset -g __uexec_nonce=
+if [[ ${UEXEC_SHELL_INTEGRATION-} == <-> ]]; then
+    typeset -g __uexec_fd=$UEXEC_SHELL_INTEGRATION
+    IFS= builtin read -r -t 1 -u $__uexec_fd __uexec_nonce 2>/dev/null
+    exec {__uexec_fd}<&-
+    unset __uexec_fd
+fi
 typeset -g __uexec_norcs=${UEXEC_ZSH_NORCS-}
 # how the user's ZDOTDIR stands: unset, set, or exported (with its value)
 if (( ${+UEXEC_ZSH_ZDOTDIR} )); then
@@ -75,34 +84,40 @@ __uexec_done() {
 }
 
 __uexec_precmd() {
-    local __uexec_status=$?
-    builtin emulate -L zsh
-    if (( __uexec_ran )); then
-        __uexec_ran=0
-        builtin printf '\e]133;D;%s;uexec=%s\a' $__uexec_status $__uexec_nonce
-    fi
-    PS1=${PS1//$__uexec_ps1/}  # the user's hooks see their own prompt
+    {
+        local __uexec_status=$?
+        builtin emulate -L zsh
+        if (( __uexec_ran )); then
+            __uexec_ran=0
+            builtin printf '\e]133;D;%s;uexec=%s\a' $__uexec_status $__uexec_nonce
+        fi
+        PS1=${PS1//$__uexec_ps1/}  # the user's hooks see their own prompt
+    } 2>/dev/null
 }
 
 __uexec_precmd_last() {
-    builtin emulate -L zsh
-    PS1=${PS1//$__uexec_ps1/}
-    # an exported PS1 would carry B into a shell started inside this one
-    [[ ${(t)PS1} == *export* ]] || PS1+=$__uexec_ps1
-    # keep the order: D before the user's hooks, A after them
-    preexec_functions=(${preexec_functions:#__uexec_preexec} __uexec_preexec)
-    local __uexec_typeahead=
-    # A complete line typed ahead (the terminal is still in line mode here) will
-    # run at once: this prompt does not mean the shell waits.
-    if (( __uexec_zselect )) && builtin zselect -t 0 -r 0 2>/dev/null; then __uexec_typeahead=';typeahead=1'; fi
-    builtin printf '\e]133;A;uexec=%s%s\a' $__uexec_nonce $__uexec_typeahead
+    {
+        builtin emulate -L zsh
+        PS1=${PS1//$__uexec_ps1/}
+        # an exported PS1 would carry B into a shell started inside this one
+        [[ ${(t)PS1} == *export* ]] || PS1+=$__uexec_ps1
+        # keep the order: D before the user's hooks, A after them
+        preexec_functions=(${preexec_functions:#__uexec_preexec} __uexec_preexec)
+        local __uexec_typeahead=
+        # A complete line typed ahead (the terminal is still in line mode here) will
+        # run at once: this prompt does not mean the shell waits.
+        if (( __uexec_zselect )) && builtin zselect -t 0 -r 0 2>/dev/null; then __uexec_typeahead=';typeahead=1'; fi
+        builtin printf '\e]133;A;uexec=%s%s\a' $__uexec_nonce $__uexec_typeahead
+    } 2>/dev/null
 }
 
 __uexec_preexec() {
-    builtin emulate -L zsh
-    precmd_functions=(__uexec_precmd ${precmd_functions:#__uexec_precmd(|_last)} __uexec_precmd_last)
-    __uexec_ran=1
-    builtin printf '\e]133;C;uexec=%s\a' $__uexec_nonce
+    {
+        builtin emulate -L zsh
+        precmd_functions=(__uexec_precmd ${precmd_functions:#__uexec_precmd(|_last)} __uexec_precmd_last)
+        __uexec_ran=1
+        builtin printf '\e]133;C;uexec=%s\a' $__uexec_nonce
+    } 2>/dev/null
 }
 
 __uexec_install() {

@@ -46,6 +46,12 @@ def test_a_shell_whose_prompts_carry_no_end_marker_is_done_at_the_prompt_start()
     assert wait.exit_code == 0
 
 
+def test_a_prompt_that_started_before_the_wait_ends_it_at_its_end_marker():
+    wait = CommandEnd()
+    wait.prompt_started()
+    assert not wait.done and feed(wait, [ev("B")]) and wait.exit_code is None
+
+
 def test_a_prompt_passed_by_for_a_command_is_no_end():
     wait = CommandEnd()  # a typed line the shell took at once without flagging it
     assert not feed(wait, [ev("D", 0), ev("A"), ev("C"), ev("B")])

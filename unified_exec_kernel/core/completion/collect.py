@@ -150,7 +150,12 @@ class _Wait:
         if already:
             self._on_output(already, 0)
         if prompted:
-            self._end(EndedBy.COMMAND)
+            prompt = session.prompt
+            if prompt is not None and prompt[1] is None and session.prompt_has_end is not False:
+                self.command.prompt_started()  # its A came before this wait: its B is still to come
+                self._prompt_end_timer = self._loop.call_later(PROMPT_END_WAIT_S, self._end, EndedBy.COMMAND)
+            else:
+                self._end(EndedBy.COMMAND)
 
     def typed(self) -> None:
         """The request's text went to the terminal: to a command that runs, it may be keys it waits for."""
@@ -231,6 +236,10 @@ class CommandEnd:
         self.commands = 0  # how many command lines finished (Ds seen)
         self.prompt: PromptEvent | None = None  # the A of the prompt the shell is back at
         self.done = False
+
+    def prompt_started(self) -> None:
+        """The shell's prompt began (its A) before the wait did."""
+        self.prompt = PromptEvent("A", 0, True)
 
     def feed(self, mark: PromptEvent, prompt_end_comes: bool = True) -> str | None:
         """DONE once the shell is back at its prompt; PROMPT_STARTED at an A whose B is still to come."""

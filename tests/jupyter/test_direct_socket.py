@@ -8,11 +8,20 @@ import shutil
 import socket
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from unified_exec_kernel.jupyter.direct_socket import DirectSocket, kernel_id_of, private_to_us
+from unified_exec_kernel.jupyter.direct_socket import (
+    PRIVATE_NAME,
+    PRIVATE_PREFIX,
+    STALE_AFTER_S,
+    DirectSocket,
+    kernel_id_of,
+    private_to_us,
+    sweep_private_dirs,
+)
 from unified_exec_kernel.protocol.address import find_socket, socket_names
 
 
@@ -39,7 +48,7 @@ def runtime():
 
 
 async def started(connection_file: str) -> DirectSocket:
-    channel = DirectSocket(*socket_names(connection_file), Hello)
+    channel = DirectSocket(connection_file, socket_names, Hello)
     channel.start(asyncio.get_running_loop())
     for _ in range(100):
         await asyncio.sleep(0)  # the server starts serving in a task
@@ -98,6 +107,49 @@ async def test_a_stale_socket_is_replaced_and_a_live_one_left_alone(runtime):
     await second.stop()
     await first.stop()
     assert not os.listdir(runtime)
+
+
+def bound(path) -> None:
+    """A socket file nothing listens on: what a kernel killed hard leaves."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.close()
+
+
+async def test_what_kernels_that_died_hard_left_in_the_runtime_dir_is_swept(runtime):
+    orphan = socket_names(str(runtime / "kernel-gone.json"))[0]
+    bound(orphan)
+    kept = socket_names(str(runtime / "kernel-alive.json"))[0]
+    (runtime / "kernel-alive.json").write_text("{}")
+    bound(kept)  # its connection file is still there: its own kernel decides
+    channel = await started(str(runtime / "kernel-new.json"))
+    assert not os.path.exists(orphan) and os.path.exists(kept)
+    await channel.stop()
+
+
+def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
+    old_dead = runtime / f"{PRIVATE_PREFIX}old"
+    young_dead = runtime / f"{PRIVATE_PREFIX}young"
+    old_busy = runtime / f"{PRIVATE_PREFIX}busy"
+    other = runtime / "someone-else"
+    for folder in (old_dead, young_dead, old_busy, other):
+        folder.mkdir(mode=0o700)
+        bound(folder / PRIVATE_NAME)
+    (old_busy / "more").write_text("")
+    past = time.time() - STALE_AFTER_S - 5
+    for folder in (old_dead, old_busy, other):
+        os.utime(folder, (past, past))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    live = runtime / f"{PRIVATE_PREFIX}live"
+    live.mkdir(mode=0o700)
+    listener.bind(str(live / PRIVATE_NAME))
+    listener.listen()
+    os.utime(live, (past, past))
+    try:
+        sweep_private_dirs(str(runtime))
+        assert sorted(p.name for p in runtime.iterdir()) == sorted(p.name for p in (young_dead, old_busy, other, live))
+    finally:
+        listener.close()
 
 
 def test_a_kernel_id_comes_from_a_jupyter_connection_file_name():

@@ -237,6 +237,35 @@ async def test_the_channel_closes_when_the_kernel_shuts_down(server):
     assert ws.close_code is not None
 
 
+OPEN_CONNECTIONS = """\
+import gc
+from unified_exec_kernel.protocol.direct import DirectConnection
+print("open:", sum(isinstance(o, DirectConnection) and o.transport is not None and not o.transport.is_closing() for o in gc.get_objects()))
+"""
+
+
+async def test_closing_the_websocket_closes_the_kernels_side(server, kernel_id, shell_id):
+    async def open_in_kernel() -> int:
+        channels = await Channels.connect(f"{server.ws}api/kernels/{kernel_id}/channels", server.token)
+        try:
+            reply, text = await channels.execute(OPEN_CONNECTIONS)
+            assert reply["status"] == "ok", text
+            return int(re.search(r"open: (\d+)", text)[1])
+        finally:
+            channels.close()
+
+    before = await open_in_kernel()
+    ws = await server.open_channel(kernel_id)
+    await next_message(ws)  # hello
+    await attach(ws, shell_id)
+    assert await open_in_kernel() == before + 1
+    ws.close()
+    deadline = time.monotonic() + 15
+    while (now := await open_in_kernel()) != before:
+        assert time.monotonic() < deadline, f"{now} connections still open in the kernel, {before} before"
+        await asyncio.sleep(0.1)
+
+
 # -- who may open it ------------------------------------------------------------------
 
 

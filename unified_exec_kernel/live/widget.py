@@ -21,7 +21,7 @@ from . import frontend
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import exit_state
 from ..jupyter.bridge import Bridge
-from ..jupyter.current import current_engine
+from ..jupyter.current import current_engine, direct_kernel_id
 from ..jupyter.patches import route_by_own_subshell
 from ..protocol import Endpoint
 from ..screen.html import screen_html
@@ -41,6 +41,7 @@ class TerminalWidget(anywidget.AnyWidget):
     closed = Bool(False, help="it ended because the session was closed (a kill), not on its own").tag(sync=True)
     screen_html = Unicode(help="the last screen as HTML: what a view shows without a kernel").tag(sync=True)
     frontend_hash = Unicode(help="which module the loader asks for (a page loads it once)").tag(sync=True)
+    kernel_id = Unicode(help="the kernel's id, for the direct channel (docs/protocol.md); empty: use widget messages").tag(sync=True)
 
     def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, bridge: Bridge | None = None, **kwargs):
         """`manager` and the `bridge` to its loop default to the running kernel's."""
@@ -50,12 +51,18 @@ class TerminalWidget(anywidget.AnyWidget):
             raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
         session = bridge.call(manager.session, session_id)
-        super().__init__(session_id=session_id, title=shlex.join(session.command), frontend_hash=frontend.module_hash(), **kwargs)
+        super().__init__(
+            session_id=session_id,
+            title=shlex.join(session.command),
+            frontend_hash=frontend.module_hash(),
+            kernel_id=direct_kernel_id(),
+            **kwargs,
+        )
         self._handles: list = []  # the displays of this widget, refreshed with its screen
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
-        bridge.call(self._start_streaming)
+        bridge.call(self._watch_exit)
         # Messages may arrive on a subshell's thread: each goes to the engine's
         # loop, and the echo goes out from there, whatever the main thread does.
         route_by_own_subshell(self.comm)
@@ -76,10 +83,13 @@ class TerminalWidget(anywidget.AnyWidget):
         digest, script, styles = module
         self.send({"type": "module", "hash": digest}, buffers=[script, styles])
 
-    def _start_streaming(self) -> None:
-        """On the engine: hear the exit (before any `exited` is sent), stream from now on; `attach` adds the history."""
+    def _watch_exit(self) -> None:
+        """On the engine: hear the exit (before any `exited` is sent); output streams from the view's first `attach`.
+
+        Not before it: a view on the direct channel never attaches here, and
+        every byte sent on the comm too would cost the kernel and the page twice.
+        """
         self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code, session.closed))
-        self._endpoint.stream(self._session)
 
     def _on_exit(self, exit_code: int | None, closed: bool = False) -> None:
         # On the kernel's main thread: a widget's traits change on one thread only.

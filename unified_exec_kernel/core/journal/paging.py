@@ -79,11 +79,11 @@ def page(journal: Journal, request: PageRequest) -> Page:
     total = _lines_between(journal, low, high, base)
     if request.byte_range is not None:
         start, end = request.byte_range
-        end = high if end is None else end
-        if start < 0 or end < start:
-            raise PageError(f"--bytes takes START:END with 0 <= START <= END, not {start}:{end}")
+        if start < 0 or (end is not None and end < start):
+            raise PageError(f"--bytes takes START:END with 0 <= START <= END, not {start}:{'' if end is None else end}")
         if start >= high and high > low:
-            raise PageError(f"bytes {start}:{end} are past the end: the output ends at byte {high:,}")
+            raise PageError(f"bytes {start}:{'' if end is None else end} are past the end: the output ends at byte {high:,}")
+        end = high if end is None else end
         start, end = max(start, low), min(end, high)
         first = last = None
     else:

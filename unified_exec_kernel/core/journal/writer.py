@@ -28,6 +28,7 @@ import queue
 import threading
 from collections.abc import Callable
 
+from ..output.utf8 import boundary_at_or_before
 from . import format as cast
 from .index import INDEX_SUFFIX, MARKS_SUFFIX, RECORD, mark_line
 
@@ -107,8 +108,7 @@ class JournalWriter:
             return
         if journal.loop_lost is not None:
             lost, journal.loop_lost = journal.loop_lost, None
-            self.put(("lost", journal, lost[0], lost[1], "the journal's writer fell behind (more than "
-                      f"{self.max_backlog_bytes // (1024 * 1024)} MiB waited for the disk)"))
+            self.put(("lost", journal, lost[0], lost[1], f"the journal's writer fell behind (more than {self.max_backlog_bytes:,} bytes waited for the disk)"))
         self.queued_bytes += len(data)
         self.put(("o", journal, monotonic, data, offset))
 
@@ -243,13 +243,23 @@ class JournalWriter:
         text, records, marks = bytearray(), bytearray(), bytearray()
         position, lines, last_us = journal.position, journal.lines, journal.last_us
         dropped: list[tuple[int, int, str]] = []
+        capped: str | None = None
         for code, t_us, data, offset, mark in events:
             if code == "o":
                 line = cast.event_line(t_us - last_us, "o", data.decode("utf-8", "replace"))
-                reason = self._over_cap(journal, len(line) + RECORD.size + len(text) + len(records) + len(marks))
-                if reason is not None or dropped:
-                    dropped.append((offset, len(data), reason or dropped[-1][2]))
+                if capped is not None:
+                    dropped.append((offset, len(data), capped))
                     continue
+                used = len(text) + len(records) + len(marks) + RECORD.size
+                capped = self._over_cap(journal, len(line) + used)
+                if capped is not None:
+                    # Keep the part that fits: a cap keeps the head of the output, to the character.
+                    kept = self._fitting(journal, data, t_us - last_us, used)
+                    dropped.append((offset + len(kept), len(data) - len(kept), capped))
+                    if not kept:
+                        continue
+                    data = kept
+                    line = cast.event_line(t_us - last_us, "o", data.decode("utf-8", "replace"))
                 records += RECORD.pack(offset, position, lines, t_us)
                 lines += data.count(b"\n")
             elif code == "#":
@@ -268,6 +278,21 @@ class JournalWriter:
             journal.lines, journal.last_us = lines, last_us
         for offset, size, reason in dropped:
             self._drop(journal, offset, size, reason)
+
+    def _fitting(self, journal: JournalFile, data: bytes, interval_us: int, used: int) -> bytes:
+        """The longest head of `data` whose event still fits under both caps (whole characters)."""
+        room = min(journal.session_bytes - journal.size, self.kernel_bytes - self.total_bytes) - used
+        size = room - 32
+        for _ in range(6):
+            if size <= 0:
+                return b""
+            size = boundary_at_or_before(data, min(size, len(data)))
+            piece = data[:size]
+            length = len(cast.event_line(interval_us, "o", piece.decode("utf-8", "replace")))
+            if length <= room:
+                return piece
+            size = size * room // length - 1  # escapes made it longer: shrink in proportion
+        return b""
 
     def _disk_reason(self) -> str:
         if self._last_errno == errno.ENOSPC:

@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 MAX_BACKLOG_BYTES = 64 * 1024 * 1024
 MAX_EVENT_BYTES = 64 * 1024
+# This thread holds the GIL while it encodes; the loop that reads the PTYs waits for it
+# meanwhile (a full PTY stops its program). So it works in short stretches: at most this
+# many items a round, and a write (which lets the GIL go) after each full event.
+MAX_ITEMS = 256
 COALESCE_US = 20_000  # output closer together than this shares an event (a frame at 50 fps)
 FILE_MODE = 0o600
 
@@ -148,7 +152,7 @@ class JournalWriter:
         while stop is None:
             items = [self._queue.get()]
             try:
-                while len(items) < 4096:
+                while len(items) < MAX_ITEMS:
                     items.append(self._queue.get_nowait())
             except queue.Empty:
                 pass
@@ -192,6 +196,9 @@ class JournalWriter:
                     self._remove(journal, item[2])
                 continue
             batch.add(item)
+            if batch.output_bytes >= MAX_EVENT_BYTES:
+                self._flush(batch)
+                batch.clear()
         for batch in pending.values():
             self._flush(batch)
         for barrier in barriers:
@@ -399,11 +406,17 @@ class _Batch:
         self.parts: list[tuple] = []  # ("events", [event...], None, None) | ("note", line, mark, None) | ("lost", None, None, drop)
         self._events: list[tuple] = []
         self._run: list = []  # [t_us, bytearray, offset] of the output event being coalesced
+        self.output_bytes = 0  # output taken since the last clear
+
+    def clear(self) -> None:
+        """Forget what was flushed (the run being coalesced went with it)."""
+        self.parts, self._events, self._run, self.output_bytes = [], [], [], 0
 
     def add(self, item: tuple) -> None:
         kind, journal = item[0], self.journal
         if kind == "o":
             _, _, monotonic, data, offset = item
+            self.output_bytes += len(data)
             t_us = journal.us(monotonic)
             run = self._run
             if run and t_us - run[0] < COALESCE_US and len(run[1]) + len(data) <= MAX_EVENT_BYTES and run[2] + len(run[1]) == offset:

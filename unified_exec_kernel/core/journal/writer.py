@@ -229,10 +229,7 @@ class JournalWriter:
         if journal._fds is None:
             return
         batch.close_output()
-        for kind, payload, marks, drop in batch.parts:
-            if kind == "note":
-                self._write_note(journal, payload, marks)
-                continue
+        for kind, payload, _, drop in batch.parts:
             if drop is not None:  # a drop before the queue: say it where it happened
                 self._drop(journal, *drop)
                 continue
@@ -403,7 +400,7 @@ class _Batch:
 
     def __init__(self, journal: JournalFile):
         self.journal = journal
-        self.parts: list[tuple] = []  # ("events", [event...], None, None) | ("note", line, mark, None) | ("lost", None, None, drop)
+        self.parts: list[tuple] = []  # ("events", [event...], None, None) | ("lost", None, None, drop)
         self._events: list[tuple] = []
         self._run: list = []  # [t_us, bytearray, offset] of the output event being coalesced
         self.output_bytes = 0  # output taken since the last clear

@@ -40,6 +40,9 @@ async def test_a_command_narrows_and_its_lines_count_from_its_output(shell_journ
 async def test_grep_shows_line_numbers_and_context_as_grep_n_does(shell_journal):
     result = page(shell_journal, PageRequest(command=1, grep=r"^(250|4999)$", context=1))
     assert result.text.splitlines() == ["249-249", "250:250", "251-251", "--", "4998-4998", "4999:4999", "5000-5000"]
+    assert page(shell_journal, PageRequest(command=1, grep=r"^(1|3|4)$")).text.splitlines() == ["1:1", "3:3", "4:4"]
+    adjacent = page(shell_journal, PageRequest(command=1, grep=r"^(10|12)$", context=1))
+    assert adjacent.text.splitlines() == ["9-9", "10:10", "11-11", "12:12", "13-13"]
 
 
 async def test_bytes_use_the_output_offsets_of_the_protocol(shell_journal):

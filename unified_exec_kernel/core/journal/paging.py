@@ -12,6 +12,8 @@ Everything but grep finds its bytes through the index (no scan).
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .index import Command
@@ -91,10 +93,10 @@ def page(journal: Journal, request: PageRequest) -> Page:
         start = _line_offset(journal, base, first, low, high)
         end = _line_offset(journal, base, last + 1, low, high) if last < total else high
     result = Page("", start, end, first, last, total, command)
-    data = journal.read(start, end)
     if pattern is not None:
-        result.text = _grep(data, pattern, request.context, first or 1, request.max_bytes, result.notes)
+        result.text = _grep(_lines(journal.chunks(start, end)), pattern, request.context, first or 1, request.max_bytes, result.notes)
     else:
+        data = journal.read(start, end, request.max_bytes + 1)
         if len(data) > request.max_bytes:
             cut = data.rfind(b"\n", 0, request.max_bytes) + 1 or request.max_bytes
             shown_lines = data[:cut].count(b"\n")
@@ -160,33 +162,52 @@ def _line_offset(journal: Journal, base: int, line: int, low: int, high: int) ->
     return high if offset is None else min(max(offset, low), high)
 
 
-def _grep(data: bytes, pattern: re.Pattern, context: int, first: int, max_bytes: int, notes: list[str]) -> str:
-    """Matching lines as `grep -n` shows them: `N:` a match, `N-` its context, `--` between groups."""
-    lines = data.decode("utf-8", "replace").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+def _lines(chunks) -> Iterator[str]:
+    """The text of a range a line at a time (without its `\\n`), holding one event and one line."""
+    carry = b""
+    for chunk in chunks:
+        pieces = (carry + chunk).split(b"\n")
+        carry = pieces.pop()
+        for piece in pieces:
+            yield piece.decode("utf-8", "replace")
+    if carry:
+        yield carry.decode("utf-8", "replace")
+
+
+def _grep(lines: Iterator[str], pattern: re.Pattern, context: int, first: int, max_bytes: int, notes: list[str]) -> str:
+    """Matching lines as `grep -n` shows them: `N:` a match, `N-` its context, `--` between groups.
+
+    One pass, holding the `context` lines before the current one and nothing else."""
     shown: list[str] = []
     size = 0
-    last_shown = -2
+    before: deque[tuple[int, str]] = deque(maxlen=context)
+    after = 0  # context lines still to show after the last match
+    last_shown = -1
     matches = 0
-    for number, line in enumerate(lines):
-        if not pattern.search(_ESCAPES.sub("", line)):
+    for number, line in enumerate(lines, start=first):
+        line = line.rstrip("\r")
+        matched = pattern.search(_ESCAPES.sub("", line)) is not None
+        if matched:
+            matches += 1
+            numbered = [(n, f"{n}-{text}") for n, text in before if n > last_shown] + [(number, f"{number}:{line}")]
+            if context and shown and numbered[0][0] > last_shown + 1:
+                shown.append("--")  # as grep separates groups that are not adjacent
+            group = [text for _, text in numbered]
+            before.clear()
+            after = context
+        elif after:
+            group, after = [f"{number}-{line}"], after - 1
+        else:
+            if context:
+                before.append((number, line))
             continue
-        matches += 1
-        low = max(0, number - context, last_shown + 1)
-        if shown and low > last_shown + 1:
-            shown.append("--")
-        for index in range(low, min(len(lines), number + context + 1)):
-            if index <= last_shown:
-                continue
-            mark = ":" if pattern.search(_ESCAPES.sub("", lines[index])) else "-"
-            text = f"{first + index}{mark}{lines[index].rstrip(chr(13))}"
+        for text in group:
             size += len(text) + 1
             if size > max_bytes:
                 notes.append(f"more matches than {max_bytes:,} bytes can show: narrow --grep or the range")
                 return "\n".join(shown) + "\n"
             shown.append(text)
-            last_shown = index
+        last_shown = number
     if not matches:
         notes.append(f"no line matches {pattern.pattern!r}")
         return ""

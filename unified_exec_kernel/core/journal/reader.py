@@ -112,19 +112,21 @@ class Journal:
 
     def read(self, start: int, end: int, limit: int | None = None) -> bytes:
         """The output bytes in [start, end) (at most `limit`), skipping what the journal did not keep."""
-        end = min(end, self.end)
         if limit is not None:
             end = min(end, start + limit)
+        return b"".join(self.chunks(start, end))
+
+    def chunks(self, start: int, end: int) -> Iterator[bytes]:
+        """The output bytes in [start, end), an event at a time (a scan holds one event, not the range)."""
+        end = min(end, self.end)
         if start >= end:
-            return b""
-        pieces = []
+            return
         first = max(self.records.last_at_or_before(OFFSET, start), 0)
         for offset, data in self._outputs_from(first):
             if offset >= end:
                 break
             if offset + len(data) > start:
-                pieces.append(data[max(0, start - offset) : end - offset])
-        return b"".join(pieces)
+                yield data[max(0, start - offset) : end - offset]
 
     def read_span(self, start: int, end: int, limit: int) -> tuple[int, bytes]:
         """At most `limit` contiguous output bytes from the first kept byte at or after `start`

@@ -72,6 +72,10 @@ class SessionRecorder:
         self.writer.put(("x", self.journal, time.monotonic(), status, session.offset))
         self.stop()
 
+    @property
+    def recording(self) -> bool:
+        return bool(self._stops)
+
     def stop(self) -> None:
         """Stop recording; the journal is complete and may be evicted from now on."""
         if not self._stops:

@@ -58,7 +58,7 @@ class JournalEntry:
 
     @property
     def finished(self) -> bool:
-        return self.recorder is None or not self.recorder._stops
+        return self.recorder is None or not self.recorder.recording
 
     def notes(self) -> list[str]:
         """One line per thing a read should know: output the journal did not keep."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
+import itertools
 import logging
 import os
 
@@ -30,6 +31,7 @@ from .live.widget import LiveViews
 
 log = logging.getLogger(__name__)
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
+_loads = itertools.count()
 
 
 def load_ipython_extension(ipython) -> None:
@@ -105,6 +107,9 @@ def _journal_store(settings: UnifiedExec):
         name = f"{os.path.splitext(os.path.basename(get_connection_file()))[0]}-{os.getpid()}"
     except Exception:  # noqa: BLE001 - no kernel app (a terminal IPython): the process is the kernel
         name = f"pid-{os.getpid()}"
+    loads = next(_loads)
+    if loads:
+        name += f"-{loads + 1}"  # a reloaded extension: the last one's directory may still be going
     try:
         return settings.journal_store(name)
     except OSError as error:

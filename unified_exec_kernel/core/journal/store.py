@@ -13,6 +13,7 @@ records), so it has a lock; the files belong to the writer's thread.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import os
 import shutil
@@ -100,12 +101,14 @@ class JournalStore:
         self._by_id: dict[int, JournalEntry] = {}
         self._by_name: dict[str, int] = {}
         self._gone: dict[int | str, str] = {}  # dropped journals: why, by id and name
+        self._loop: asyncio.AbstractEventLoop | None = None  # where sessions are recorded
         self.closed = False
 
     # -- recording (the engine's loop) -------------------------------------------
 
     def record(self, session: PtySession) -> JournalEntry:
         """Start the journal of a session that was just spawned (before its first output is read)."""
+        self._loop = asyncio.get_running_loop()
         rows, cols = session.size
         header = cast.header_v3(
             cols=cols,
@@ -155,8 +158,34 @@ class JournalStore:
             return [entry for entry in self._by_id.values() if entry.file.removed is None]
 
     def flushed(self) -> concurrent.futures.Future:
-        """Done once everything recorded so far is on disk: read after it."""
-        return self.writer.flushed()
+        """Done once everything recorded so far is on disk: read after it. From any thread.
+
+        Recorders gather output on the recording loop for a moment: the barrier goes
+        in from that loop, after they hand on what they hold."""
+        loop = self._loop
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if loop is None or on_loop or not loop.is_running():
+            self._flush_recorders()
+            return self.writer.flushed()
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def barrier() -> None:
+            self._flush_recorders()
+            chain(self.writer.flushed(), future)
+
+        try:
+            loop.call_soon_threadsafe(barrier)
+        except RuntimeError:  # the loop closed meanwhile: nothing is gathered any more
+            return self.writer.flushed()
+        return future
+
+    def _flush_recorders(self) -> None:
+        for entry in self.entries():
+            if entry.recorder is not None and entry.recorder.recording:
+                entry.recorder.flush()
 
     def drop(self, key: int | str) -> JournalEntry:
         """Forget a journal and delete its files (it keeps recording nothing more)."""
@@ -197,3 +226,7 @@ class JournalStore:
 
         threading.Thread(target=run, name="uexec-journal-close", daemon=True).start()
         return future
+
+
+def chain(source: concurrent.futures.Future, target: concurrent.futures.Future) -> None:
+    source.add_done_callback(lambda done: target.set_result(done.result()))

@@ -87,8 +87,8 @@ class UnifiedExecSessionManager:
     ):
         """`env` is added to the environment sessions inherit; `env_remove` (names or
         glob patterns such as `JUPYTERHUB_*`) is taken out of it first. `journals`:
-        every session's output also goes to a journal there (core/journal/), read
-        with `journal(key)` after the session is gone; the manager closes it."""
+        every session's output also goes to a journal there (core/journal/), found
+        with `journals.find(key)` also after the session is gone; the manager closes it."""
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         self.max_sessions = max_sessions

@@ -114,3 +114,15 @@ async def test_a_full_disk_keeps_the_session_going_and_the_journal_says_what_it_
             await manager.close_all()
     finally:
         os.system(f"umount {mount}")
+
+
+async def test_a_barrier_from_another_thread_includes_what_the_loop_still_gathers(tmp_path):
+    async with journaled(tmp_path) as (manager, store):
+        manager.spawn(["cat"], name="live")
+        await manager.write("live", "gathered\n", timeout_ms=300)  # echoed within the last 20 ms or so
+        recorder = store.find("live").recorder
+        recorder._gathered += b"not yet queued"  # as if it had just arrived
+        recorder._gathered_at = (recorder._gathered_at[0], manager.session("live").offset)
+        future = await asyncio.to_thread(store.flushed)  # a cell's thread, not the loop
+        await asyncio.wrap_future(future)
+        assert b"not yet queued" in open(store.find("live").path, "rb").read()

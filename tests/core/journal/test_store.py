@@ -126,3 +126,22 @@ async def test_a_barrier_from_another_thread_includes_what_the_loop_still_gather
         future = await asyncio.to_thread(store.flushed)  # a cell's thread, not the loop
         await asyncio.wrap_future(future)
         assert b"not yet queued" in open(store.find("live").path, "rb").read()
+
+
+async def test_a_kept_journal_does_not_keep_its_session_alive(tmp_path):
+    import gc
+    import weakref
+
+    async with journaled(tmp_path) as (manager, store):
+        manager.spawn(["bash", "-c", "read line; echo $line"], name="short")
+        session = weakref.ref(manager.session("short"))
+        await manager.write("short", "bye\n", timeout_ms=10000)  # it exits; the manager forgets it
+        await asyncio.wrap_future(store.flushed())
+        for _ in range(100):  # closing finishes in the background
+            gc.collect()
+            if session() is None:
+                break
+            await asyncio.sleep(0.05)
+        assert session() is None  # its buffers went with it; the journal stays
+        with await written(store, "short") as journal:
+            assert journal.read(0, journal.end).endswith(b"bye\r\n")

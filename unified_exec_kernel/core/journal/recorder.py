@@ -32,6 +32,8 @@ _ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)
 
 
 class SessionRecorder:
+    session: PtySession | None
+
     def __init__(self, session: PtySession, writer: JournalWriter, journal: JournalFile, *, record_input: bool = False):
         self.session = session
         self.writer = writer
@@ -119,6 +121,8 @@ class SessionRecorder:
         for stop in self._stops:
             stop()
         self._stops = []
+        # The journal outlives the session; its buffers (hundreds of KB) must not live on with it.
+        self.session = None
         self.writer.put(("close", self.journal))
 
 

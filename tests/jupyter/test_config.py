@@ -89,3 +89,33 @@ def test_a_config_file_configures_the_kernel(tmp_path):
         assert kernel.run("%%uexec --shell\necho ${UEXEC_SECRET_TOKEN:-removed} $UEXEC_PUBLIC\n").startswith("removed shown\n")
     finally:
         kernel.shutdown()
+
+
+def test_journals_go_in_a_private_directory_of_the_kernel_under_journal_dir(tmp_path):
+    store = settings(journal_dir=str(tmp_path / "base"), journal_session_bytes=4096, journal_kernel_bytes=8192).journal_store("kernel-abc-42")
+    try:
+        assert store.directory == str(tmp_path / "base" / "uexec-journals-kernel-abc-42")
+        assert os.stat(store.directory).st_mode & 0o777 == 0o700
+        assert (store.session_bytes, store.kernel_bytes, store.record_input, store.keep) == (4096, 8192, False, False)
+    finally:
+        store.close()
+    assert not os.path.exists(store.directory)
+    assert settings(journal=False).journal_store("kernel-abc-42") is None
+
+
+def test_journal_caps_below_a_kilobyte_are_refused():
+    with pytest.raises(TraitError):
+        settings(journal_session_bytes=10).journal_session_bytes
+
+
+def test_a_kernels_journals_live_in_the_runtime_dir_and_go_with_it(tmp_path):
+    runtime = tmp_path / "runtime"
+    kernel = Kernel("uexec", env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)})
+    try:
+        kernel.run("%%uexec --name j\necho journaled\n")
+        (directory,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-")]
+        assert directory.name.endswith(f"-{kernel.pid}") and directory.stat().st_mode & 0o777 == 0o700
+        assert {path.stat().st_mode & 0o777 for path in directory.iterdir()} == {0o600}
+    finally:
+        kernel.shutdown()
+    assert not directory.exists()

@@ -46,3 +46,8 @@ def test_a_cell_says_bytes_where_the_engine_says_tokens():
 
     text = "head\n…1200 tokens truncated…\ntail\n"
     assert _TOKENS_MARKER.sub(_bytes_left_out, text) == "head\n[… about 4,800 bytes left out of the middle …]\ntail\n"
+
+
+def test_status_line_of_a_cut_output_says_where_the_middle_is():
+    result = UnifiedExecResult(None, "", exit_code=0, wall_time=0.2, journal_range=("build", 120, 689049))
+    assert status_line(result) == "[exited with code 0 · 0.20 s · the middle is in the journal: %uexec_output build --bytes 120:689049]"

@@ -14,6 +14,7 @@ least-recently-used pruning; and a flood costs only what truncation keeps.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
 import itertools
 import logging
@@ -36,6 +37,7 @@ from .models import (
 from .process.guardian import Guardian
 from .session import SCROLLBACK_BYTES, PtySession
 from .completion.shell_integration import integrate, new_nonce
+from .journal.store import JournalStore
 from .process.termination import terminate_blocking
 
 log = logging.getLogger(__name__)
@@ -81,9 +83,12 @@ class UnifiedExecSessionManager:
         max_watch_ms: int = MAX_WATCH_MS,
         guardian: bool = False,
         spawn_backend: str = "auto",
+        journals: JournalStore | None = None,
     ):
         """`env` is added to the environment sessions inherit; `env_remove` (names or
-        glob patterns such as `JUPYTERHUB_*`) is taken out of it first."""
+        glob patterns such as `JUPYTERHUB_*`) is taken out of it first. `journals`:
+        every session's output also goes to a journal there (core/journal/), found
+        with `journals.find(key)` also after the session is gone; the manager closes it."""
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         self.max_sessions = max_sessions
@@ -104,6 +109,7 @@ class UnifiedExecSessionManager:
         self._next_id = itertools.count()
         self._listeners: list[Callable[[], None]] = []
         self._closing: set[asyncio.Task] = set()
+        self.journals = journals
 
     # -- start and write -------------------------------------------------------
 
@@ -212,6 +218,8 @@ class UnifiedExecSessionManager:
             )
         except OSError as error:
             raise CreateSessionError(command, error) from error
+        if self.journals is not None:
+            self.journals.record(session)  # before the loop reads its first output
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
         self._guard(session.pid)
         if name is not None:
@@ -269,6 +277,7 @@ class UnifiedExecSessionManager:
             session.terminal.read_pending()
             unread, dropped = session.buffer.drain()
             left_out = 0 if earlier_output else _hidden_bytes(session, len(unread))
+            first_offset = session.offset - (len(unread) if earlier_output else 0)
             try:
                 collected = await collect(
                     session,
@@ -284,7 +293,15 @@ class UnifiedExecSessionManager:
                 session.buffer.drain()  # the collector has it all
             if session.finished and self._sessions.get(session_id) is managed:  # not killed meanwhile
                 self._remove(session_id)
-            return _result(session, collected, warning + notice, dropped_bytes=dropped, left_out_bytes=left_out)
+            result = _result(session, collected, warning + notice, dropped_bytes=dropped, left_out_bytes=left_out)
+            return self._with_journal_range(result, session, first_offset)
+
+    def _with_journal_range(self, result: UnifiedExecResult, session: PtySession, first_offset: int) -> UnifiedExecResult:
+        """Where the whole output of a cut result can be read again: its session and byte range."""
+        if self.journals is None or session.offset - first_offset <= self.output_max_bytes:
+            return result
+        key = session.name if session.name is not None else session.session_id
+        return dataclasses.replace(result, journal_range=(key, first_offset, session.offset))
 
     async def watch(
         self,
@@ -393,6 +410,8 @@ class UnifiedExecSessionManager:
         guardian, self._guardian = self._guardian, None
         if guardian is not None:
             await guardian.close()  # everything is closed: it exits and is reaped
+        if self.journals is not None:
+            await asyncio.wrap_future(self.journals.close_soon())  # its thread joins off the loop
 
     def _guard(self, leader_pid: int) -> None:
         if self.guardian:

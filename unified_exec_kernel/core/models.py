@@ -71,6 +71,9 @@ class UnifiedExecResult:
     ended_by: str = "timeout"  # what ended the wait: exit, command, input, match, quiet, timeout, interrupt
     left_out_bytes: int = 0  # earlier output a write did not show (it was not its own)
     closed: bool = False  # the program ended because the session was closed (a kill), not on its own
+    # Set when `output` was cut and the session has a journal: (its name or id, start, end), the
+    # output offsets of everything this request collected (`%uexec_output KEY --bytes START:END`).
+    journal_range: tuple[int | str, int, int] | None = None
 
 
 @dataclass(frozen=True)

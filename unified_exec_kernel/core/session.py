@@ -90,6 +90,8 @@ class PtySession:
         self._subscribers: list[Subscriber] = [self.scrollback.push, self.buffer.push]
         self._exit_callbacks: list[Callable[[PtySession], None]] = []
         self._prompt_listeners: list[PromptListener] = []
+        self._resize_listeners: list[Callable[[int, int], None]] = []  # rows, cols (the journal)
+        self._input_listeners: list[Callable[[bytes], None]] = []  # what was typed (a journal that records input)
         self.prompts = 0  # prompts the shell has shown and then waited at (its A markers without typeahead)
         # Where the prompt the shell waits at begins and ends (None: not yet printed whole);
         # None while a command runs.
@@ -147,6 +149,14 @@ class PtySession:
     def on_prompt(self, listener: PromptListener) -> Callable[[], None]:
         """Hear the shell's prompt markers from now on; returns the function that stops it."""
         return _listen(self._prompt_listeners, listener)
+
+    def on_resize(self, listener: Callable[[int, int], None]) -> Callable[[], None]:
+        """Hear each new terminal size (rows, cols); returns the function that stops it."""
+        return _listen(self._resize_listeners, listener)
+
+    def on_input(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
+        """Hear what is written to the terminal; returns the function that stops it."""
+        return _listen(self._input_listeners, listener)
 
     def scrollback_snapshot(self) -> tuple[int, bytes]:
         """The kept scrollback and the offset of its first byte."""
@@ -254,6 +264,7 @@ class PtySession:
             self.terminal.write(data)
         except OSError as error:
             raise WriteToStdinError(self.session_id, error) from error
+        _tell(self._input_listeners, data)
 
     @property
     def pending_write_bytes(self) -> int:
@@ -263,6 +274,7 @@ class PtySession:
         if not (1 <= rows <= 1000 and 1 <= cols <= 1000):
             raise ValueError(f"terminal size must be 1..1000 rows and columns, not {rows}x{cols}")
         self.terminal.resize(rows, cols)
+        _tell(self._resize_listeners, rows, cols)
 
     def send_signal(self, sig: int) -> None:
         """Signal the terminal's foreground process group, as a key like Ctrl-C would."""
@@ -297,6 +309,14 @@ class PtySession:
             await asyncio.wait_for(self._finished.wait(), timeout=1.0)
         except asyncio.TimeoutError:
             log.warning("uexec: session %s (pid %s) did not exit", self.session_id, self.pid)
+
+
+def _tell(listeners: list, *args) -> None:
+    for listener in list(listeners):
+        try:
+            listener(*args)
+        except Exception:
+            log.exception("uexec: a session listener failed")
 
 
 def _listen(listeners: list, listener) -> Callable[[], None]:

@@ -114,6 +114,9 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
     parts.append(f"{result.wall_time:.2f} s")
     if result.dropped_bytes:
         parts.append(f"{result.dropped_bytes:,} earlier bytes dropped (buffer full)")
+    if result.journal_range is not None:
+        key, start, end = result.journal_range
+        parts.append(f"the middle is in the journal: %uexec_output {key} --bytes {start}:{end}")
     if result.left_out_bytes:
         parts.append(f"{result.left_out_bytes:,} earlier bytes not shown (see them with an empty %%uexec -s)")
     if interrupted and result.session_id is not None:

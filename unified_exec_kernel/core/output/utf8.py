@@ -25,6 +25,13 @@ def boundary_at_or_after(data: bytes, index: int) -> int:
     return index
 
 
+def boundary_at_or_before(data: bytes, index: int) -> int:
+    """The last character boundary at `index` or earlier (0 at least)."""
+    while 0 < index < len(data) and is_continuation(data[index]):
+        index -= 1
+    return index
+
+
 def newest(data: bytes, nbytes: int) -> bytes:
     """At most the last `nbytes` of `data`, starting on a character."""
     if nbytes >= len(data):

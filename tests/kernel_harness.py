@@ -164,6 +164,19 @@ class Kernel:
 
         Other messages read meanwhile (a running cell's) stay in the backlog, in order.
         """
+        found = self.messages_until(
+            lambda msg: msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == comm_id,
+            lambda msg: until(msg["content"]["data"]),
+            timeout,
+            what=lambda found: [m["content"]["data"].get("type") for m in found],
+        )
+        return [msg["content"]["data"] for msg in found]
+
+    def messages_until(self, wanted, until, timeout: float = 20, *, what=None) -> list[dict]:
+        """The iopub messages `wanted(msg)` picks, up to and including the first `until(msg)` is true for.
+
+        Others read meanwhile stay in the backlog, in order.
+        """
         found = []
         others = []
         deadline = time.monotonic() + timeout
@@ -174,15 +187,15 @@ class Kernel:
                 else:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
-                        raise AssertionError(f"timed out; saw {[d.get('type') for d in found]}")
+                        seen = what(found) if what is not None else [m["msg_type"] for m in found]
+                        raise AssertionError(f"timed out; saw {seen}")
                     try:
                         msg = self.client.get_iopub_msg(timeout=remaining)
                     except queue.Empty:
                         continue
-                if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == comm_id:
-                    data = msg["content"]["data"]
-                    found.append(data)
-                    if until(data):
+                if wanted(msg):
+                    found.append(msg)
+                    if until(msg):
                         return found
                 else:
                     others.append(msg)

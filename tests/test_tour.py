@@ -8,6 +8,7 @@ by the tags in their metadata.
 
 from __future__ import annotations
 
+import html
 import re
 import socket
 import time
@@ -299,3 +300,49 @@ def test_no_process_started_by_the_tour_remains(tour):
         time.sleep(0.1)
     assert survivors == []
     assert _port_is_free(PORT)
+
+
+# -- the saved notebook -----------------------------------------------------
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def terminal_models(nb) -> dict[str, dict]:
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    return {model_id: model["state"] for model_id, model in state.items() if "screen_html" in model["state"]}
+
+
+def test_the_run_notebook_saved_with_its_widget_state_is_small(tour):
+    # nbclient keeps widget state as JupyterLab's "save widget state" does: one model per live view.
+    models = terminal_models(tour.nb)
+    assert len(models) == 1, list(tour.nb.metadata.get("widgets", {}))
+    saved = nbformat.writes(tour.nb).encode()
+    assert len(saved) <= 150_000, f"{len(saved) / 1000:.0f} KB"
+    for model in models.values():
+        assert len(model["_esm"].encode()) < 4096 and "xterm" not in model["_esm"].lower()
+
+
+def test_every_live_view_shows_its_last_screen_without_a_kernel(tour):
+    from nbconvert import HTMLExporter
+
+    _, cell = tour.cell("tour-live")
+    view = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(view) == 1
+    screen = view[0].data["text/html"]
+    # The shell's screen when the cell finished: the tour's last commands and the prompt.
+    assert '<pre class="uexec-screen"' in screen and "$" in screen, screen
+    # What the loader shows where no kernel answers (an export with widget state, nbviewer).
+    model = terminal_models(tour.nb)[view[0].data["application/vnd.jupyter.widget-view+json"]["model_id"]]
+    assert model["screen_html"] and model["screen_html"] in screen
+    # An export of the notebook as JupyterLab saves it by default (no widget state): the screen itself.
+    plain = nbformat.from_dict(tour.nb)
+    plain.metadata.pop("widgets", None)
+    body, _ = HTMLExporter().from_notebook_node(plain)
+    exported = re.findall(r'<pre class="uexec-screen".*?</pre>', body, re.S)
+    assert len(exported) == 1
+    assert screen_text(exported[0]) == screen_text(model["screen_html"])
+    assert screen_text(exported[0]).splitlines()[-2:] == ["hello, agent", "$"]
+
+
+def screen_text(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))

@@ -37,6 +37,11 @@ export class SessionStream {
     return this._end;
   }
 
+  /** Not attached (yet, or again after a lost message): what is typed now waits for `attached`. */
+  get attaching(): boolean {
+    return this._state !== 'attached';
+  }
+
   /** Attached to a running process: keystrokes and resizes make sense. */
   get live(): boolean {
     return this._state === 'attached' && this._alive;

@@ -32,6 +32,9 @@ const REATTACH_DELAY_MS = 300;
 
 const PTY_SIZE_MAX = 1000;
 
+/** Keys kept while the view attaches: a paste's worth, not a flood. */
+const TYPED_AHEAD_MAX = 64 * 1024;
+
 export class SessionTerminal {
   readonly node: HTMLDivElement;
 
@@ -42,11 +45,7 @@ export class SessionTerminal {
     this._carrier = options.carrier;
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     this._term.loadAddon(this._fit);
-    this._term.onData(data => {
-      if (this._stream.live && !this._closed) {
-        this._carrier.send({ type: 'input', data });
-      }
-    });
+    this._term.onData(data => this._type(data));
     this._stopListening = this._carrier.listen({
       received: msg => this._onMessage(msg),
       closed: reason => this._onClosed(reason)
@@ -97,6 +96,22 @@ export class SessionTerminal {
     this._scheduleFit();
   }
 
+  /**
+   * Keys go to the session while it is attached and alive. Typed while the
+   * view attaches (again, after a lost message: the terminal is reset and
+   * replayed), they wait for `attached` instead of vanishing.
+   */
+  private _type(data: string): void {
+    if (this._closed) {
+      return;
+    }
+    if (this._stream.live) {
+      this._carrier.send({ type: 'input', data });
+    } else if (this._stream.attaching && this._typedAhead.length < TYPED_AHEAD_MAX) {
+      this._typedAhead += data;
+    }
+  }
+
   private _attach(): void {
     const requestId = nextRequestId();
     this._stream.begin(requestId);
@@ -126,6 +141,11 @@ export class SessionTerminal {
         // The PTY may have the size another view gave it: send ours.
         this._sentSize = '';
         this._scheduleFit();
+        if (this._typedAhead) {
+          const typed = this._typedAhead;
+          this._typedAhead = '';
+          this._type(typed);
+        }
         break;
       case 'reattach':
         // Full reset (RIS) through xterm's write queue: `Terminal.reset()`
@@ -208,6 +228,7 @@ export class SessionTerminal {
   private _fitTimer = 0;
   private _reattachTimer = 0;
   private _sentSize = '';
+  private _typedAhead = '';
   private _hidden = false;
   private _replayAtPtySize = false;
 }

@@ -72,7 +72,47 @@ class WidgetCarrier extends CarrierBase {
 
 const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code', 'change:closed'];
 
+/**
+ * A view's parts, kept so that a later view of the same session can adopt
+ * them: JupyterLab renders an output again on every display update (the
+ * kernel refreshes the saved snapshot when a cell finishes) and drops the
+ * old view's node without disposing it. The new view takes the old one's
+ * terminal as it is (screen, scrollback, focus) instead of a blank one
+ * replaying the session; the old view's cleanup then does nothing.
+ */
+interface Shown {
+  root: HTMLElement;
+  owner: object;
+  hadFocus: boolean;
+  dispose: () => void;
+  terminal: SessionTerminal;
+}
+
+const shownBySession = new Map<number, Set<Shown>>();
+
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
+  const sessionId = model.get('session_id');
+  const owner = {};
+  const shown = [...(shownBySession.get(sessionId) ?? [])].find(view => !view.root.isConnected);
+  if (shown) {
+    el.classList.add('uexec-widget');
+    el.append(...shown.root.childNodes);
+    shown.root = el;
+    shown.owner = owner;
+    shown.terminal.refit();
+    if (shown.hadFocus) {
+      shown.terminal.focus();
+    }
+  }
+  const view = shown ?? build(model, el, owner);
+  return () => {
+    if (view.owner === owner) {
+      view.dispose();
+    }
+  };
+}
+
+function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   el.classList.add('uexec-widget');
   const header = el.appendChild(document.createElement('div'));
   header.className = 'uexec-widget-header';
@@ -99,17 +139,44 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
   }
   update();
 
-  const terminal = new SessionTerminal({ carrier, sessionId: model.get('session_id') });
+  const sessionId = model.get('session_id');
+  const terminal = new SessionTerminal({ carrier, sessionId });
   el.appendChild(terminal.node);
-  return () => {
-    for (const name of TRAIT_EVENTS) {
-      model.off(name, update);
+  const views = shownBySession.get(sessionId) ?? new Set<Shown>();
+  shownBySession.set(sessionId, views);
+  const view: Shown = {
+    root: el,
+    owner,
+    hadFocus: false,
+    terminal,
+    dispose: () => {
+      views.delete(view);
+      if (views.size === 0) {
+        shownBySession.delete(sessionId);
+      }
+      for (const name of TRAIT_EVENTS) {
+        model.off(name, update);
+      }
+      stopListening();
+      terminal.dispose();
+      carrier.dispose();
+      view.root.replaceChildren();
     }
-    stopListening();
-    terminal.dispose();
-    carrier.dispose();
-    el.replaceChildren();
   };
+  views.add(view);
+  // A node taken out of the page loses focus without a reliable `focusout`:
+  // what counts is whether it still had focus when it was dropped.
+  terminal.node.addEventListener('focusin', () => {
+    view.hadFocus = true;
+  });
+  terminal.node.addEventListener('focusout', () => {
+    queueMicrotask(() => {
+      if (terminal.node.isConnected) {
+        view.hadFocus = false;
+      }
+    });
+  });
+  return view;
 }
 
 export default { render };

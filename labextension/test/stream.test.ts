@@ -106,10 +106,12 @@ describe('SessionStream', () => {
     assert.deepEqual(actions[2], { kind: 'reattach' });
     assert.equal(actions[3], null);
     assert.equal(stream.live, false);
+    assert.equal(stream.attaching, true); // keys typed now wait for the new `attached`
 
     stream.begin('me-2');
     assert.equal(stream.handle(data(13, 'late')), null);
     assert.equal(stream.handle(attached(0, 'me-2'))?.kind, 'attached');
+    assert.equal(stream.attaching, false);
     assert.deepEqual(stream.handle(data(0, 'abcdefghijklmxyz', 'me-2')), {
       kind: 'write',
       text: 'abcdefghijklmxyz'

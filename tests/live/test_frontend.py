@@ -18,14 +18,20 @@ PACKAGE = Path(frontend.__file__).resolve().parent.parent
 
 
 @pytest.mark.skipif(not frontend.built(), reason="the front end is not built (no npm at install)")
-def test_the_widget_loads_the_built_module_and_its_styles():
-    assert frontend.esm() == frontend.ESM and frontend.css() == frontend.CSS
-    module = str(TerminalWidget._esm)
-    assert module == frontend.ESM.read_text(encoding="utf-8")
+def test_the_widget_carries_a_small_loader_and_the_module_comes_as_buffers():
+    assert frontend.esm() == frontend.LOADER
+    loader = str(TerminalWidget._esm)
+    assert loader == frontend.LOADER.read_text(encoding="utf-8")
+    # What a saved notebook stores per live view: a few KB, no xterm.js, no styles.
+    assert len(loader.encode()) < 4096 and "xterm" not in loader.lower()
+    assert not hasattr(TerminalWidget, "_css") or not str(getattr(TerminalWidget, "_css", ""))
+    digest, script, styles = frontend.module()
+    assert len(digest) == 16 and frontend.module_hash() == digest
     # One self-contained ES module: xterm.js is inside, nothing is imported at run time.
-    assert "export{" in module.replace(" ", "") and "xterm" in module
-    assert "import(" not in module and not any(line.startswith("import ") for line in module.splitlines())
-    assert ".xterm" in str(TerminalWidget._css)
+    text = script.decode()
+    assert "export{" in text.replace(" ", "") and "xterm" in text
+    assert "import(" not in text and not any(line.startswith("import ") for line in text.splitlines())
+    assert b".xterm" in styles
 
 
 def test_without_the_module_the_stand_in_says_why():

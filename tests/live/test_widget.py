@@ -128,3 +128,59 @@ def test_a_view_whose_session_the_user_closed_says_closed(kernel):
     kernel.comm_messages(model_id, heard)
     assert exited[0]["closed"] is True  # what a terminal tab prints: [closed]
     assert updates.get("closed") is True and updates.get("alive") is False  # the header: closed
+
+
+# -- what a page without the live view shows (a saved notebook, an HTML export) --
+
+
+def test_the_module_comes_over_the_widgets_own_messages_as_buffers(kernel):
+    data, _ = show_live(kernel, "%%uexec --live -t 300\nbash --norc -i\n")
+    model_id = data[VIEW]["model_id"]
+    opened = kernel.execute("from unified_exec_kernel.live import frontend\nprint(frontend.module_hash())")
+    custom(kernel, model_id, {"type": "module"})
+    answer = kernel.messages_until(
+        lambda msg: msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == model_id,
+        lambda msg: msg["content"]["data"].get("method") == "custom" and msg["content"]["data"]["content"]["type"] == "module",
+    )[-1]
+    assert answer["content"]["data"]["content"]["hash"] == opened.text.strip()
+    script, styles = (bytes(buffer) for buffer in answer["buffers"])
+    assert b"xterm" in script and len(script) > 100_000 and b".xterm" in styles
+
+
+def displays_of(messages, display_id=None):
+    return [
+        m["content"]
+        for m in messages
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and (display_id is None or m["content"].get("transient", {}).get("display_id") == display_id)
+    ]
+
+
+def test_each_display_carries_the_last_screen_refreshed_when_the_cell_finishes_and_when_the_session_ends(kernel):
+    program = "sh -c 'printf \"\\033[31mred-alert\\033[0m\\n\"; read line; echo \"got $line\"'"
+    kernel.run(f"%%uexec --name painter -t 20000 --until red-alert\n{program}\n")
+    shown = kernel.execute(
+        "from unified_exec_kernel.live.widget import TerminalWidget\n"
+        "from unified_exec_kernel.jupyter.current import current_manager\n"
+        "painted = TerminalWidget(current_manager().session('painter').session_id)\n"
+        "painted"
+    )
+    assert shown.error is None, shown.text
+    first, *updates = displays_of(shown.messages)
+    display_id = first["transient"]["display_id"]
+    assert VIEW in first["data"]
+    assert '<span style="color:#cc0000">red-alert</span>' in first["data"]["text/html"]
+    assert "running]" in first["data"]["text/html"] and "red-alert" in first["data"]["text/plain"]
+    # When the cell finished: the same display, brought up to date.
+    assert [u["transient"]["display_id"] for u in updates] == [display_id]
+
+    # The session ends: its display shows the final screen and says so, without a cell to show it in.
+    kernel.run("%uexec -s painter hello")
+    ended = kernel.messages_until(
+        lambda msg: msg["msg_type"] == "update_display_data" and msg["content"]["transient"]["display_id"] == display_id,
+        lambda msg: "exited" in msg["content"]["data"]["text/html"],
+    )[-1]["content"]["data"]
+    assert "got hello" in ended["text/html"] and "red-alert" in ended["text/html"]
+    assert VIEW in ended and "got hello" in ended["text/plain"]
+    state = kernel.run("print(painted.screen_html == painted._repr_mimebundle_()[0]['text/html'].split('<div')[0])")
+    assert state.strip() == "True"

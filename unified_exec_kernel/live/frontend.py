@@ -3,16 +3,27 @@
 `pip install` builds the module with Node (labextension/, `npm run build:widget`)
 and the wheel ships it, so users need no Node and no extension: anywidget's own
 front end loads it in JupyterLab, Notebook 7, Voilà, VS Code, Colab or marimo.
+
+What a widget carries as `_esm` is a small loader (terminal-loader.js), not
+the module: anywidget keeps `_esm` in the widget's state, and a notebook
+saved with its widget state (JupyterLab's option, nbclient by default) held
+one ~350 KB copy of xterm.js per live view. The loader asks the kernel for
+the module over the widget's own messages, once per page (`module`), so it
+works wherever widget messages do and needs no URL and no network.
+
 A source install without Node has no module; then `TerminalWidget` shows its
-text snapshot instead of a view that could never render (see `built()`), and a
-view rendered anyway (inside a container widget) says why in one line.
+text snapshot instead of a view that could never render (see `built()`), and
+a view rendered anyway (inside a container widget) says why in one line.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from pathlib import Path
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
+LOADER = STATIC / "terminal-loader.js"
 ESM = STATIC / "terminal-widget.js"
 CSS = STATIC / "terminal-widget.css"
 
@@ -29,14 +40,28 @@ export default {{
 
 
 def built() -> bool:
-    """Whether the module and its styles are there (checked at each display: a rebuild counts at once)."""
-    return ESM.is_file() and CSS.is_file()
+    """Whether the loader, the module and its styles are there (checked at each display: a rebuild counts at once)."""
+    return LOADER.is_file() and ESM.is_file() and CSS.is_file()
 
 
 def esm() -> Path | str:
-    """`_esm` for the widget class: the module's path, or the stand-in's source."""
-    return ESM if built() else _STAND_IN
+    """`_esm` for the widget class: the loader's path, or the stand-in's source."""
+    return LOADER if built() else _STAND_IN
 
 
-def css() -> Path | str:
-    return CSS if built() else ""
+def module() -> tuple[str, bytes, bytes] | None:
+    """(hash, module, styles) for the loader, or None when not built."""
+    if not built():
+        return None
+    return _read(ESM.stat().st_mtime_ns, CSS.stat().st_mtime_ns)
+
+
+def module_hash() -> str:
+    found = module()
+    return found[0] if found is not None else ""
+
+
+@functools.lru_cache(maxsize=1)
+def _read(_esm_mtime: int, _css_mtime: int) -> tuple[str, bytes, bytes]:
+    script, styles = ESM.read_bytes(), CSS.read_bytes()
+    return hashlib.sha256(script + b"\0" + styles).hexdigest()[:16], script, styles

@@ -9,9 +9,12 @@ run Python, because the endpoint runs on the engine's loop, not in the cell.
 
 from __future__ import annotations
 
+import html
 import shlex
 
 import anywidget
+from IPython import get_ipython
+from IPython.display import display
 from traitlets import Bool, Int, Unicode
 
 from . import frontend
@@ -21,19 +24,23 @@ from ..jupyter.bridge import Bridge
 from ..jupyter.current import current_engine
 from ..jupyter.patches import route_by_own_subshell
 from ..protocol import Endpoint
+from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
 
 class TerminalWidget(anywidget.AnyWidget):
+    # A loader of a few KB: the module itself (xterm.js, ~350 KB) comes over
+    # the widget's messages once per page, so a saved notebook holds no copy.
     _esm = frontend.esm()
-    _css = frontend.css()
 
     session_id = Int(help="the session shown").tag(sync=True)
     title = Unicode(help="the session's command").tag(sync=True)
     alive = Bool(True, help="whether the program still runs").tag(sync=True)
     exit_code = Int(None, allow_none=True, help="the exit code once it has exited").tag(sync=True)
     closed = Bool(False, help="it ended because the session was closed (a kill), not on its own").tag(sync=True)
+    screen_html = Unicode(help="the last screen as HTML: what a view shows without a kernel").tag(sync=True)
+    frontend_hash = Unicode(help="which module the loader asks for (a page loads it once)").tag(sync=True)
 
     def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, bridge: Bridge | None = None, **kwargs):
         """`manager` and the `bridge` to its loop default to the running kernel's."""
@@ -43,7 +50,8 @@ class TerminalWidget(anywidget.AnyWidget):
             raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
         session = bridge.call(manager.session, session_id)
-        super().__init__(session_id=session_id, title=shlex.join(session.command), **kwargs)
+        super().__init__(session_id=session_id, title=shlex.join(session.command), frontend_hash=frontend.module_hash(), **kwargs)
+        self._handles: list = []  # the displays of this widget, refreshed with its screen
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
@@ -51,7 +59,22 @@ class TerminalWidget(anywidget.AnyWidget):
         # Messages may arrive on a subshell's thread: each goes to the engine's
         # loop, and the echo goes out from there, whatever the main thread does.
         route_by_own_subshell(self.comm)
-        self.on_msg(lambda _widget, content, _buffers: bridge.post(self._endpoint.receive, content))
+        self.on_msg(self._on_message)
+
+    def _on_message(self, _widget, content, _buffers) -> None:
+        if isinstance(content, dict) and content.get("type") == "module":
+            self._send_module()
+        else:
+            self._bridge.post(self._endpoint.receive, content)
+
+    def _send_module(self) -> None:
+        """The loader's request: the module and its styles, as buffers (never part of the saved state)."""
+        module = frontend.module()
+        if module is None:
+            self.send({"type": "error", "error": "Internal", "message": frontend.NOT_BUILT})
+            return
+        digest, script, styles = module
+        self.send({"type": "module", "hash": digest}, buffers=[script, styles])
 
     def _start_streaming(self) -> None:
         """On the engine: hear the exit (before any `exited` is sent), stream from now on; `attach` adds the history."""
@@ -63,6 +86,7 @@ class TerminalWidget(anywidget.AnyWidget):
         self.closed = closed  # before `alive`: the view words the exit as it learns it
         self.alive = False
         self.exit_code = exit_code
+        self.refresh()
 
     def close(self) -> None:
         endpoint = getattr(self, "_endpoint", None)
@@ -70,17 +94,52 @@ class TerminalWidget(anywidget.AnyWidget):
             self._bridge.post(endpoint.close)
         super().close()
 
+    # -- what a page without the live view shows ---------------------------------
+
+    def _ipython_display_(self) -> None:
+        """Displayed with an id, so the snapshot is refreshed when the cell finishes and when the session ends."""
+        bundle, metadata = self._repr_mimebundle_()
+        self._handles.append(display(bundle, metadata=metadata, raw=True, display_id=True))
+        shell = get_ipython()
+        if shell is not None:
+            shell.events.register("post_run_cell", self._refresh_after_cell)
+
+    def _refresh_after_cell(self, *_result) -> None:
+        get_ipython().events.unregister("post_run_cell", self._refresh_after_cell)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Bring the static snapshot (the `text/html` of each display and `screen_html`) up to date.
+
+        On the kernel's main thread. A live view that renders the update
+        again keeps its terminal (the front end adopts it), so this is safe
+        while someone types.
+        """
+        if self.comm is None:
+            return  # closed: nothing shows it any more
+        bundle, metadata = self._repr_mimebundle_()
+        for handle in self._handles:
+            handle.update(bundle, metadata=metadata, raw=True)
+
     def _repr_mimebundle_(self, **kwargs):
-        """Without the front end (an exported notebook), a readable snapshot of the terminal."""
+        """The view, and for pages without it (GitHub, nbviewer, an HTML export) the terminal's last screen."""
         bundle, metadata = super()._repr_mimebundle_(**kwargs)
         note = ""
         if not frontend.built():
             bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
-        _, scrollback = self._bridge.call(self._session.scrollback_snapshot)
-        snapshot = render_terminal_text(scrollback.decode("utf-8")).rstrip("\n")
+        (_, scrollback), (rows, cols) = self._bridge.call(_screen_of, self._session)
+        text = scrollback.decode("utf-8")
         state = exit_state(self.alive, self.exit_code, self.closed)
-        bundle["text/plain"] = f"{snapshot}\n[live terminal: session {self.session_id} ({self.title}), {state}]{note}".lstrip("\n")
+        caption = f"live terminal: session {self.session_id} ({self.title}), {state}"
+        self.screen_html = screen_html(text, rows, cols)
+        bundle["text/html"] = f'{self.screen_html}<div class="uexec-screen-caption">[{html.escape(caption)}]</div>'
+        snapshot = render_terminal_text(text).rstrip("\n")
+        bundle["text/plain"] = f"{snapshot}\n[{caption}]{note}".lstrip("\n")
         return bundle, metadata
+
+
+def _screen_of(session):
+    return session.scrollback_snapshot(), session.size
 
 
 class LiveViews:

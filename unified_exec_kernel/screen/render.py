@@ -22,7 +22,7 @@ from wcwidth import wcwidth  # a dependency of pyte; the widths pyte uses
 
 from .sgr import DEFAULT, Rendition, apply_sgr, render_line
 
-__all__ = ["render_terminal_text"]
+__all__ = ["feed", "render_terminal_text"]
 
 #: Height of the screen that absolute positioning and cursor motion act on.
 #: Output does not say how tall the real terminal is; 24 is the VT100 default.
@@ -61,20 +61,27 @@ def render_terminal_text(text: str) -> str:
     if text.isascii() and not _NEEDS_A_TERMINAL.search(text):
         return _plain(text)
     lines = _Lines()
-    stream = pyte.Stream(lines)
     # CR LF does just what LF does here (see linefeed); folding them halves
     # the work pyte's per-character parser does on ordinary output.
-    pieces = _DROP.sub("", text).replace("\r\n", "\n").split("\x1b")
+    feed(pyte.Stream(lines), text.replace("\r\n", "\n"))
+    return lines.text()
+
+
+def feed(stream: pyte.Stream, text: str) -> None:
+    """Feed `text` to a pyte stream the way a terminal would take it; never raises.
+
+    What pyte would draw as text is dropped first (`_DROP`), and the text is
+    fed one escape sequence at a time so that a failure loses only that
+    sequence: pyte raises ValueError for CSI parameters int() rejects
+    (superscript digits, more than 4300 digits) and then resets itself.
+    """
+    pieces = _DROP.sub("", text).split("\x1b")
     stream.feed(pieces[0])
-    # Fed one escape sequence at a time so that a failure loses only that
-    # sequence: pyte raises ValueError for CSI parameters int() rejects
-    # (superscript digits, more than 4300 digits) and then resets itself.
     for piece in pieces[1:]:
         try:
             stream.feed("\x1b" + piece)
         except ValueError:
             stream.feed(piece[_CSI_REST.match(piece).end():])
-    return lines.text()
 
 
 # ASCII text with none of these (no escape, no control but LF and CR LF) is

@@ -23,3 +23,11 @@ async def test_a_megabyte_paste_does_not_block_the_loop():
     assert cat.pending_write_bytes == 0
     await asyncio.gather(cat.close(), ticker.close())
 
+
+
+async def test_the_size_outlives_the_terminal_for_a_last_screen():
+    shell = spawn(["bash", "--norc", "-c", "echo drawn"], rows=30, cols=100)
+    await shell.wait_finished()
+    await shell.close()
+    assert shell.terminal.released
+    assert shell.size == (30, 100)

@@ -28,7 +28,7 @@ _MAX_READS_PER_CALLBACK = 16
 
 
 class Terminal:
-    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released")
+    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release")
 
     def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None]):
         self._fd = master_fd
@@ -126,7 +126,7 @@ class Terminal:
 
     @property
     def size(self) -> tuple[int, int]:
-        return (0, 0) if self.released else get_winsize(self._fd)
+        return self._size_at_release if self.released else get_winsize(self._fd)
 
     def resize(self, rows: int, cols: int) -> None:
         if not self.released:
@@ -156,6 +156,11 @@ class Terminal:
         """Stop reading and writing and close the master fd (once)."""
         if self.released:
             return
+        # What the program last drew on, for a last screen shown after its end.
+        try:
+            self._size_at_release = get_winsize(self._fd)
+        except OSError:
+            self._size_at_release = (0, 0)
         self.released = True
         self.eof = True
         self._loop.remove_reader(self._fd)

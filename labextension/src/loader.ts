@@ -1,0 +1,118 @@
+/**
+ * What `TerminalWidget` carries as its anywidget module: a loader of a few
+ * KB. anywidget keeps a widget's `_esm` in its state, and a notebook saved
+ * with widget state (JupyterLab's option; nbclient, so `nbconvert --execute`,
+ * by default) stored one ~350 KB copy of xterm.js per live view. The loader
+ * asks the kernel for the real module (widget.ts, bundled) over the widget's
+ * own messages, once per page, and hands each view to it. Until it arrives,
+ * and for good where no kernel answers (an HTML export, a page restored
+ * without its kernel), the view shows the terminal's last screen that the
+ * kernel keeps in `screen_html`.
+ *
+ * No import: this file is bundled alone and must stay small.
+ */
+
+interface Model {
+  get(name: string): unknown;
+  on(name: string, callback: (...args: any[]) => void): void;
+  off(name?: string | null, callback?: ((...args: any[]) => void) | null): void;
+  send(content: unknown, callbacks?: unknown, buffers?: unknown[]): void;
+}
+
+interface ViewContext {
+  model: Model;
+  el: HTMLElement;
+  [other: string]: unknown;
+}
+
+type Cleanup = () => void;
+
+interface TerminalModule {
+  default: { render(context: ViewContext): Cleanup | Promise<Cleanup> | void };
+}
+
+const STYLE_ID = 'uexec-terminal-styles';
+/** Modules loaded in this page, by the hash the kernel gave them. */
+const KEY = '__uexecTerminalModules';
+
+function modules(): Map<string, Promise<TerminalModule>> {
+  const scope = globalThis as unknown as Record<string, Map<string, Promise<TerminalModule>>>;
+  return (scope[KEY] ??= new Map());
+}
+
+function bytes(buffer: unknown): Uint8Array {
+  if (buffer instanceof Uint8Array) {
+    return buffer;
+  }
+  if (ArrayBuffer.isView(buffer)) {
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  }
+  return new Uint8Array(buffer as ArrayBuffer);
+}
+
+/** The module, asked of the kernel once per page and hash; never settles while no kernel answers. */
+function load(model: Model): Promise<TerminalModule> {
+  const hash = String(model.get('frontend_hash') ?? '');
+  const loaded = modules();
+  let module = loaded.get(hash);
+  if (module === undefined) {
+    module = new Promise<TerminalModule>((resolve, reject) => {
+      const answer = (content: any, buffers: unknown[] = []): void => {
+        if (content?.type !== 'module' && content?.type !== 'error') {
+          return;
+        }
+        model.off('msg:custom', answer);
+        if (content.type === 'error' || buffers.length < 2) {
+          reject(new Error(String(content.message ?? 'no module')));
+          return;
+        }
+        const decoder = new TextDecoder();
+        if (!document.getElementById(STYLE_ID)) {
+          const style = document.head.appendChild(document.createElement('style'));
+          style.id = STYLE_ID;
+          style.textContent = decoder.decode(bytes(buffers[1]));
+        }
+        const url = URL.createObjectURL(new Blob([bytes(buffers[0]) as BlobPart], { type: 'text/javascript' }));
+        import(/* webpackIgnore: true */ /* @vite-ignore */ url).then(resolve, reject).finally(() => URL.revokeObjectURL(url));
+      };
+      model.on('msg:custom', answer);
+      model.send({ type: 'module' });
+    });
+    module.catch(() => loaded.delete(hash)); // the next view asks again
+    loaded.set(hash, module);
+  }
+  return module;
+}
+
+function showLastScreen(model: Model, el: HTMLElement, note: string): void {
+  const screen = el.appendChild(document.createElement('div'));
+  screen.className = 'uexec-last-screen';
+  // The kernel's own rendering of its session (screen/html.py): escaped text in styled spans.
+  screen.innerHTML = String(model.get('screen_html') ?? '');
+  if (note) {
+    const caption = screen.appendChild(document.createElement('div'));
+    caption.textContent = note;
+  }
+}
+
+async function render(context: ViewContext): Promise<Cleanup> {
+  const { model, el } = context;
+  showLastScreen(model, el, '');
+  let module: TerminalModule;
+  try {
+    module = await load(model);
+  } catch (error) {
+    el.replaceChildren();
+    showLastScreen(model, el, `[the live view could not load: ${(error as Error).message}]`);
+    return () => el.replaceChildren();
+  }
+  el.replaceChildren();
+  const cleanup = await module.default.render(context);
+  return () => {
+    if (typeof cleanup === 'function') {
+      cleanup();
+    }
+  };
+}
+
+export default { render };

@@ -27,9 +27,12 @@ interface ViewContext {
 
 type Cleanup = () => void;
 
-interface TerminalModule {
-  default: { render(context: ViewContext): Cleanup | Promise<Cleanup> | void };
+interface View {
+  render(context: ViewContext): Cleanup | Promise<Cleanup> | void;
 }
+
+/** The views the module exports: `default` (a live terminal), `player` (a replay). */
+type TerminalModule = Record<string, View | undefined> & { default: View };
 
 const STYLE_ID = 'uexec-terminal-styles';
 /** Modules loaded in this page, by the hash the kernel gave them. */
@@ -107,7 +110,8 @@ async function render(context: ViewContext): Promise<Cleanup> {
     return () => el.replaceChildren();
   }
   el.replaceChildren();
-  const cleanup = await module.default.render(context);
+  const view = module[String(model.get('view') ?? 'default')] ?? module.default;
+  const cleanup = await view.render(context);
   return () => {
     if (typeof cleanup === 'function') {
       cleanup();

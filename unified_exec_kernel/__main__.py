@@ -2,6 +2,7 @@
 
     python -m unified_exec_kernel -f CONNECTION_FILE      # what the kernelspec runs
     python -m unified_exec_kernel install [--user | --sys-prefix | --prefix P] [--name N] [--display-name D]
+    python -m unified_exec_kernel record JOURNAL FILE [--v2]   # a kept journal (or any recording) as asciicast
 """
 
 from __future__ import annotations
@@ -50,10 +51,37 @@ def install(argv: list[str]) -> str:
     return destination
 
 
+def record(argv: list[str]) -> int:
+    """Write a journal (c.UnifiedExec.journal_keep leaves them) or any asciicast recording as v3 or v2."""
+    parser = argparse.ArgumentParser(prog="python -m unified_exec_kernel record", description=record.__doc__)
+    parser.add_argument("journal", help="a session's journal (session-N.cast in a kernel's journal directory) or an asciicast file")
+    parser.add_argument("file", help="where to write the recording (replaced if it exists)")
+    parser.add_argument("--v2", action="store_true", help="write asciicast v2 (the asciinema CLI 2.x reads it) instead of v3")
+    args = parser.parse_args(argv)
+
+    from .core.journal import JournalError, open_journal
+    from .core.journal.export import export
+
+    version = 2 if args.v2 else 3
+    try:
+        with open_journal(args.journal) as journal:
+            events = export(journal, args.file, version=version)
+    except JournalError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"error: cannot write {args.file}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.file}: asciicast v{version}, {events:,} events")
+    return 0
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["install"]:
         install(argv[1:])
         return
+    if argv[:1] == ["record"]:
+        sys.exit(record(argv[1:]))
     from ipykernel.kernelapp import IPKernelApp
 
     from .jupyter.config import UnifiedExec

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
+import logging
+import os
 
 from .jupyter import current, patches
 from .jupyter.bridge import Bridge
@@ -26,6 +28,7 @@ from .jupyter.sigterm import close_sessions_on_sigterm, restore_sigterm
 from .notebook.magics import UnifiedExecMagics
 from .live.widget import LiveViews
 
+log = logging.getLogger(__name__)
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
 
 
@@ -33,7 +36,7 @@ def load_ipython_extension(ipython) -> None:
     if current.manager_of(ipython) is not None:
         return
     settings = UnifiedExec(parent=ipython)
-    manager = UnifiedExecSessionManager(**settings.manager_options())
+    manager = UnifiedExecSessionManager(**settings.manager_options(), journals=_journal_store(settings))
     kernel = getattr(ipython, "kernel", None)
     bridge = Bridge(kernel_loop=functools.partial(_kernel_loop, kernel))
     magics = UnifiedExecMagics(
@@ -89,6 +92,24 @@ def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:
     """
     manager.terminate_all_threadsafe()
     bridge.stop()
+    if manager.journals is not None:
+        manager.journals.close()  # the writer's thread writes what is queued and is joined
+
+
+def _journal_store(settings: UnifiedExec):
+    """The kernel's journals, named after its connection file and process (a restarted kernel
+    keeps its connection file, and a journal kept by the last one must not be in the way)."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = f"{os.path.splitext(os.path.basename(get_connection_file()))[0]}-{os.getpid()}"
+    except Exception:  # noqa: BLE001 - no kernel app (a terminal IPython): the process is the kernel
+        name = f"pid-{os.getpid()}"
+    try:
+        return settings.journal_store(name)
+    except OSError as error:
+        log.warning("uexec: journals are off: cannot make their directory (%s)", error)
+        return None
 
 
 def _kernel_loop(kernel) -> asyncio.AbstractEventLoop | None:

@@ -154,6 +154,7 @@ export interface SessionsChangedMessage extends EventRequestId {
 
 export const ERROR_NAMES = [
   'UnknownSessionId',
+  'UnknownJournal',
   'WriteToStdin',
   'MissingCommandLine',
   'CreateSession',
@@ -174,6 +175,33 @@ export interface ErrorMessage {
   message: string;
 }
 
+/** A command typed into an integrated shell, as a session's journal recorded it. */
+export interface JournalCommand {
+  number: number;
+  text: string;
+  start: number;
+  /** `null` while it runs. */
+  end: number | null;
+  exit_code: number | null;
+}
+
+/** The answer to `read`: output in [start, end) from the session's journal. */
+export interface JournalMessage {
+  type: 'journal';
+  request_id: RequestId | null;
+  session_id: SessionId;
+  start: number;
+  end: number;
+  /** Where the session's output ends (so far). */
+  output_end: number;
+  /** The range asked for goes on past `end`: read again from there. */
+  more: boolean;
+  command: JournalCommand | null;
+  /** One line each: output the journal did not keep. */
+  notes: string[];
+  data: string;
+}
+
 export type KernelMessage =
   | HelloMessage
   | OutputMessage
@@ -186,6 +214,7 @@ export type KernelMessage =
   | SessionsChangedMessage
   | WatchingMessage
   | FiredMessage
+  | JournalMessage
   | ErrorMessage;
 
 export const KERNEL_MESSAGE_TYPES = [
@@ -200,6 +229,7 @@ export const KERNEL_MESSAGE_TYPES = [
   'sessions_changed',
   'watching',
   'fired',
+  'journal',
   'error'
 ] as const;
 
@@ -289,6 +319,18 @@ export interface ResizeRequest extends Request {
   cols: number;
 }
 
+export interface ReadRequest extends Request {
+  type: 'read';
+  session_id: SessionKey;
+  /** Output offsets; omitted: the start (or the command's), and the end. */
+  start?: number;
+  end?: number;
+  /** 1-based; -1 the last command typed into the shell. */
+  command?: number;
+  /** 1..1048576; default 65536. */
+  max_bytes?: number;
+}
+
 export type FrontEndMessage =
   | ExecRequest
   | ListRequest
@@ -298,7 +340,8 @@ export type FrontEndMessage =
   | InputRequest
   | ResizeRequest
   | WatchRequest
-  | UnwatchRequest;
+  | UnwatchRequest
+  | ReadRequest;
 
 export const FRONTEND_MESSAGE_TYPES = [
   'exec',
@@ -309,7 +352,8 @@ export const FRONTEND_MESSAGE_TYPES = [
   'input',
   'resize',
   'watch',
-  'unwatch'
+  'unwatch',
+  'read'
 ] as const;
 
 /**

@@ -48,3 +48,18 @@ def test_an_unknown_exit_code_leaves_the_line_out_as_codex_does():
     result = UnifiedExecResult(session_id=None, output="", exit_code=None, wall_time=0.1)
     fields = parse(format_for_agent(result))
     assert fields["exit"] is None and fields["session"] is None
+
+
+def test_a_cut_output_ends_with_one_line_on_how_to_read_all_of_it_and_still_parses():
+    output = "1\n2\n…40 tokens truncated…\n99\n100\n"
+    result = UnifiedExecResult(session_id=None, output=output, exit_code=0, wall_time=0.2, original_token_count=90, journal_range=("build", 10, 400))
+    fields = parse(format_for_agent(result, chunk_id="abcdef"))
+    assert (fields["exit"], fields["tokens"]) == ("0", "90")
+    assert fields["output"].startswith(output)  # the seed's truncation text, untouched
+    hint = fields["output"][len(output) :]
+    assert hint == '[The middle was cut; all of it: %uexec_output build --bytes 10:400, or the comm\'s read request {"session_id": "build", "start": 10, "end": 400}]\n'
+
+
+def test_an_output_that_was_not_cut_has_no_hint():
+    result = UnifiedExecResult(session_id=3, output="short\n", wall_time=0.1, original_token_count=2)
+    assert parse(format_for_agent(result))["output"] == "short\n"

@@ -259,3 +259,89 @@ def test_a_nul_byte_in_the_command_is_one_line_not_a_traceback(kernel):
     execution = kernel.execute('%%uexec --shell\necho "a\x00b"\n')
     assert execution.reply["ename"] == "UsageError" and "NUL byte" in execution.reply["evalue"], execution.reply
     assert "Traceback" not in execution.text
+
+
+# -- %uexec_output / %uexec_record: a session's journal ------------------------
+
+
+@pytest.fixture(scope="module")
+def journaled_shell(kernel):
+    """An integrated bash named `jsh` that ran `seq 1 100000` and a failing `printf`."""
+    kernel.run("%%uexec --name jsh -t 5000\nbash -i\n")
+    kernel.run("%%uexec -s jsh\nseq 1 100000\n", timeout=60)
+    kernel.run("%%uexec -s jsh\nprintf 'alpha\\nbeta\\n'; (exit 3)\n")
+    return "jsh"
+
+
+def test_output_pages_the_whole_output_of_a_command_rendered_as_a_cell(kernel, journaled_shell):
+    text = kernel.run(f"%uexec_output {journaled_shell} --command 1 --tail 3")
+    assert text == "99998\n99999\n100000\n[session jsh · command 1 (exit 0): seq 1 100000 · lines 99998-100000 of 100,000]\n"
+    text = kernel.run(f"%uexec_output {journaled_shell} --command -1")
+    assert text.startswith("alpha\nbeta\n[session jsh · command 2 (exit 3): printf")
+
+
+def test_output_lines_are_sed_style_and_grep_shows_numbers_and_context(kernel, journaled_shell):
+    # line 1 of the whole output is the prompt with `seq 1 100000`
+    assert kernel.run(f"%uexec_output {journaled_shell} --lines 50001:50002").startswith("50000\n50001\n[session jsh · lines 50001-50002 of ")
+    text = kernel.run(f"%uexec_output {journaled_shell} --command 1 --grep '^7777[0-1]$' -C 1")
+    assert text.startswith("77769-77769\n77770:77770\n77771:77771\n77772-77772\n")
+
+
+def test_output_lists_the_commands_with_their_exit_codes(kernel, journaled_shell):
+    text = kernel.run(f"%uexec_output {journaled_shell} --commands")
+    assert re.search(r"^ +1  exit 0 +seq 1 100000\n +2  exit 3 +printf", text, re.M), text
+
+
+def test_a_finished_one_shot_command_is_readable_after_it_is_forgotten(kernel):
+    kernel.run("%%uexec --name once --shell\nfor i in $(seq 1 5000); do echo line-$i; done\n")
+    assert "no session named 'once'" in kernel.execute("%uexec -s once echo").reply["evalue"]  # the manager forgot it
+    assert kernel.run("%uexec_output once --head 2").startswith("line-1\nline-2\n[session once · lines 1-2 of 5,000]")
+
+
+def test_record_writes_v2_that_asciinema_cat_plays(kernel, journaled_shell, tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "jsh.cast"
+    text = kernel.run(f"%uexec_record {journaled_shell} {target} --v2")
+    assert text.startswith(f"wrote {target}: asciicast v2, ")
+    shown = subprocess.run([sys.executable, "-m", "asciinema", "cat", str(target)], capture_output=True, timeout=60)
+    if b"No module named asciinema" in shown.stderr:
+        pytest.skip("asciinema (the test extra) is not installed")
+    assert shown.returncode == 0 and b"99999\r\n100000\r\n" in shown.stdout and b"alpha\r\nbeta\r\n" in shown.stdout
+
+
+JOURNAL_BAD_INPUTS = [
+    ("%uexec_output nosuch", "no journal for session 'nosuch' (journals: "),
+    ("%uexec_output jsh --lines 900000:900010", "lines 900000:900010 are past the end: the output has "),
+    ("%uexec_output jsh --grep '('", "--grep is not a valid regular expression: missing ), unterminated subpattern at position 0"),
+    ("%uexec_output jsh --command 99", "no command 99: the session ran "),
+    ("%uexec_output jsh --lines x:y", "--lines takes A:B (whole numbers), not 'x:y'"),
+    ("%uexec_output jsh --head 1 --tail 1", "give at most one of --head, --tail, --lines and --bytes"),
+    ("%uexec_output jsh --drop --tail 1", "--drop goes alone, not with --tail"),
+    ("%uexec_record jsh /nonexistent-dir/x.cast", "cannot write /nonexistent-dir/x.cast"),
+]
+
+
+@pytest.mark.parametrize("code, message", JOURNAL_BAD_INPUTS, ids=[code for code, _ in JOURNAL_BAD_INPUTS])
+def test_bad_journal_requests_are_one_clear_line(kernel, journaled_shell, code, message):
+    execution = kernel.execute(code)
+    assert execution.reply["status"] == "error"
+    assert execution.outputs == [("stream", f"UsageError: {execution.reply['evalue']}\n")]
+    assert execution.reply["evalue"].startswith(message) and "\n" not in execution.reply["evalue"]
+    assert "\nstill-alive\n" in kernel.run(f"%uexec -s {journaled_shell} echo still-alive")
+
+
+def test_a_dropped_journal_says_so_when_read(kernel):
+    kernel.run("%%uexec --name gone\necho secret\n")
+    assert kernel.run("%uexec_output gone --drop") == "dropped the journal of session gone\n"
+    assert kernel.execute("%uexec_output gone").reply["evalue"] == "the journal of session 'gone' is gone: it was dropped"
+
+
+def test_a_cut_agent_result_names_the_range_that_reads_all_of_it(kernel):
+    text = kernel.run("%%uexec --name flood --format agent -t 30000\nseq 1 100000\n", timeout=60)
+    hint = re.search(r"\[The middle was cut; all of it: %uexec_output flood --bytes (\d+):(\d+), ", text)
+    assert hint, text[-300:]
+    start, end = map(int, hint.groups())
+    assert end - start == sum(len(f"{n}\r\n") for n in range(1, 100001))
+    assert kernel.run(f"%uexec_output flood --bytes {end - 8}:{end}").startswith("100000\n")

@@ -111,3 +111,74 @@ async def test_sessions_list_shows_the_command_the_user_gave():
     finally:
         endpoint.close()
         await manager.close_all()
+
+
+@pytest.fixture
+async def journaled_peer(tmp_path):
+    from unified_exec_kernel.core.journal import JournalStore
+
+    manager = UnifiedExecSessionManager(shell_integration=True, journals=JournalStore(str(tmp_path / "k")))
+    sent = []
+    endpoint = Endpoint(manager, sent.append)
+    try:
+        yield endpoint, sent
+    finally:
+        endpoint.close()
+        await manager.close_all()
+
+
+async def test_read_pages_a_finished_sessions_output_by_bytes(journaled_peer):
+    endpoint, sent = journaled_peer
+    endpoint.receive({"type": "exec", "request_id": 1, "session_id": None, "input_chunks": ["bash", "-c", "seq 1 20000"], "name": "s", "timeout_ms": 30000})
+    assert (await answer(sent, "result", 1))["session_id"] is None  # exited: only the journal has it
+    whole = b"".join(b"%d\r\n" % n for n in range(1, 20001))
+    got, start = b"", 0
+    for rid in range(10, 20):
+        endpoint.receive({"type": "read", "request_id": rid, "session_id": "s", "start": start, "max_bytes": 50_000})
+        reply = await answer(sent, "journal", rid)
+        assert reply["start"] == start and reply["output_end"] == len(whole)
+        got += reply["data"].encode()
+        start = reply["end"]
+        if not reply["more"]:
+            break
+    assert got == whole and reply["notes"] == []
+
+
+async def test_read_of_a_command_gives_its_output_and_exit_code(journaled_peer):
+    endpoint, sent = journaled_peer
+    endpoint.receive({"type": "exec", "request_id": 1, "session_id": None, "input_chunks": ["bash", "-i"], "name": "sh"})
+    await answer(sent, "result", 1)
+    endpoint.receive({"type": "exec", "request_id": 2, "session_id": "sh", "input_chunks": ["printf 'x\\ny\\n'; false\n"]})
+    await answer(sent, "result", 2)
+    endpoint.receive({"type": "read", "request_id": 3, "session_id": "sh", "command": -1})
+    reply = await answer(sent, "journal", 3)
+    assert reply["data"] == "x\r\ny\r\n" and not reply["more"]
+    assert reply["command"]["number"] == 1 and reply["command"]["exit_code"] == 1
+    assert reply["command"]["text"] == "printf 'x\\ny\\n'; false"
+
+
+@pytest.mark.parametrize(
+    "fields, error, message",
+    [
+        ({"session_id": "nope"}, "UnknownJournal", "no journal for session 'nope' (journals: s)"),
+        ({"session_id": "s", "start": -1}, "BadRequest", "start must be 0 or more"),
+        ({"session_id": "s", "start": 10**9}, "BadRequest", "start 1000000000 is past the end of the output (4)"),
+        ({"session_id": "s", "command": 1}, "BadRequest", "no command 1: the session ran 0"),
+        ({"session_id": "s", "max_bytes": 0}, "BadRequest", "max_bytes must be 1 to 1048576"),
+        ({"session_id": "s", "start": 5, "end": 2}, "BadRequest", "end must not be before start"),
+    ],
+)
+async def test_a_bad_read_gets_one_line(journaled_peer, fields, error, message):
+    endpoint, sent = journaled_peer
+    endpoint.receive({"type": "exec", "request_id": 1, "session_id": None, "input_chunks": ["echo", "hi"], "name": "s"})
+    await answer(sent, "result", 1)
+    endpoint.receive({"type": "read", "request_id": 2, **fields})
+    reply = await answer(sent, "error", 2)
+    assert (reply["error"], reply["message"]) == (error, message)
+
+
+async def test_read_without_journals_says_they_are_off(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "read", "request_id": 1, "session_id": 0})
+    reply = await answer(sent, "error", 1)
+    assert reply["message"] == "journals are off in this kernel (c.UnifiedExec.journal = False)"

@@ -7,11 +7,15 @@ Process exited with code N or Process running with session ID N, Original
 token count, Output): a harness that parses Codex reads every field of ours.
 What we know beyond it (a typed command's exit code, a signal's name) is in
 the structured result (`UnifiedExecResult.command_exit_code`, `exit_code`) and
-the notebook's status line, never in this text.
+the notebook's status line, never in this text. One addition, after the
+output, where Codex's grammar reads it as the output's last line: when the
+middle was cut and the session keeps a journal, one line says how to read
+the whole of it (Codex has no way to fetch that middle at all).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 
 from .models import UnifiedExecResult
@@ -30,7 +34,19 @@ def format_for_agent(result: UnifiedExecResult, chunk_id: str | None = None) -> 
         f"Wall time: {result.wall_time:.4f} seconds\n"
         f"{state}"
         f"Original token count: {result.original_token_count}\n"
-        f"Output:\n{result.output}"
+        f"Output:\n{result.output}{rest_hint(result)}"
+    )
+
+
+def rest_hint(result: UnifiedExecResult) -> str:
+    """The one line saying how to read what the cut left out ('' when nothing was cut or kept)."""
+    if result.journal_range is None:
+        return ""
+    key, start, end = result.journal_range
+    newline = "" if not result.output or result.output.endswith("\n") else "\n"
+    return (
+        f"{newline}[The middle was cut; all of it: %uexec_output {key} --bytes {start}:{end}, "
+        f'or the comm\'s read request {{"session_id": {json.dumps(key)}, "start": {start}, "end": {end}}}]\n'
     )
 
 

@@ -8,11 +8,13 @@ not a crash in the middle of a cell.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from traitlets import Bool, Dict, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
+from ..core.journal import DEFAULT_KERNEL_BYTES, DEFAULT_SESSION_BYTES, JournalStore
 from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from ..core.session import SCROLLBACK_BYTES
@@ -35,6 +37,12 @@ class UnifiedExec(Configurable):
     check = Bool(False, help="Make every %%uexec cell fail (one line) when its program, or the command it typed into an integrated shell, exits non-zero, as if it said --check.").tag(config=True)
     max_watch_ms = Int(MAX_WATCH_MS, min=0, help="Longest a comm `watch` may wait, in ms (an agent's watch may outlast any request).").tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
+    journal = Bool(True, help="Keep everything each session prints in a journal on disk (asciicast v3, with resizes, commands and the exit), for %uexec_output, %uexec_record and the comm's read.").tag(config=True)
+    journal_dir = Unicode("", help="Where each kernel makes its own journal directory (0700, files 0600). Default: Jupyter's runtime dir (`jupyter --runtime-dir`).").tag(config=True)
+    journal_session_bytes = Int(DEFAULT_SESSION_BYTES, min=1024, help="Most bytes on disk one session's journal may take (journal + index); past it the journal keeps the head and notes what it dropped. Default 256 MiB.").tag(config=True)
+    journal_kernel_bytes = Int(DEFAULT_KERNEL_BYTES, min=1024, help="Most bytes on disk all of a kernel's journals may take; past it the oldest finished journals are removed first, then new output is dropped (and noted). Default 1 GiB.").tag(config=True)
+    journal_input = Bool(False, help="Also journal what is typed into sessions (`i` events). Off by default: typed input holds passwords.").tag(config=True)
+    journal_keep = Bool(False, help="Leave the kernel's journal directory when the kernel ends (for `python -m unified_exec_kernel record`). By default it is removed.").tag(config=True)
     guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
 
     @validate("env")
@@ -51,6 +59,25 @@ class UnifiedExec(Configurable):
         if shutil.which(proposal["value"]) is None:
             raise TraitError(f"UnifiedExec.shell: {proposal['value']!r} is not a program on PATH")
         return proposal["value"]
+
+    def journal_store(self, kernel_name: str) -> JournalStore | None:
+        """This kernel's journals, in a directory of its own under `journal_dir` (None: journals are off)."""
+        if not self.journal:
+            return None
+        if self.journal_dir:
+            base = self.journal_dir
+        else:
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            base = jupyter_runtime_dir()
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        return JournalStore(
+            os.path.join(base, f"uexec-journals-{kernel_name}"),
+            session_bytes=self.journal_session_bytes,
+            kernel_bytes=self.journal_kernel_bytes,
+            record_input=self.journal_input,
+            keep=self.journal_keep,
+        )
 
     def manager_options(self) -> dict:
         if self.default_timeout_ms > self.max_timeout_ms:

@@ -1,4 +1,4 @@
-"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`: parse the line, hand on the request.
+"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`, `%uexec_output`, `%uexec_record`: parse the line, hand on the request.
 
 Waiting for a session must not block the kernel's loop (a cell's display
 updates, interrupts and other comm traffic run there; the sessions themselves
@@ -26,7 +26,9 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
+from . import journal_pages
 from .cell_run import CellRequest, run_in_cell
+from ..core.journal.paging import PageError, PageRequest, parse_range
 from ..core.completion.collect import compile_until
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
@@ -194,6 +196,72 @@ class UnifiedExecMagics(Magics):
             return
         done = "closed" if sig is None else f"sent {signal.Signals(sig).name} to"
         print(f"{done} session{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
+
+    # -- %uexec_output / %uexec_record (a session's journal) -----------------
+
+    @_plain_usage
+    @magic_arguments()
+    @argument("session", type=_session_key, metavar="ID|NAME", help="the session (running or finished) whose output to show")
+    @argument("--head", type=int, metavar="N", help="the first N lines")
+    @argument("--tail", type=int, metavar="N", help="the last N lines")
+    @argument("--lines", metavar="A:B", help="lines A to B, 1-based and inclusive as sed -n A,Bp (A: to the end)")
+    @argument("--bytes", metavar="START:END", help="output bytes START to END (0-based, END excluded; as a comm read and a cut result's hint say)")
+    @argument("--grep", metavar="REGEX", help="only the lines that match (Python re), numbered as grep -n shows them")
+    @argument("-C", "--context", type=int, default=0, metavar="N", help="with --grep: N lines of context around each match")
+    @argument("--command", type=int, metavar="K", help="the output of the K-th command typed into the shell (1-based; -1 the last); the other options then count within it")
+    @argument("--commands", action="store_true", help="list the commands typed into the shell, with their exit codes")
+    @argument("--raw", action="store_true", help="show the terminal text untouched (no rendering of \\r, colours kept as escapes)")
+    @argument("--drop", action="store_true", help="delete the session's journal now (it is kept until the kernel ends otherwise)")
+    @no_var_expand
+    @line_magic
+    def uexec_output(self, line=""):
+        """Show a slice of everything a session printed, from its journal (kept after the program ended).
+
+        With no option: all of it (at most 1 MiB; narrow it with --head, --tail,
+        --lines, --bytes, --grep, --command). `%uexec_output web --command -1 --tail 20`.
+        """
+        self._in_background(self.run_uexec_output(line))
+
+    async def run_uexec_output(self, line: str) -> None:
+        args = _parse(self.uexec_output, line)
+        store = self.manager.journals
+        if args.drop or args.commands:
+            others = [option for option in ("head", "tail", "lines", "bytes", "grep", "command") if getattr(args, option) is not None]
+            if others:
+                raise UsageError(f"{'--drop' if args.drop else '--commands'} goes alone, not with --{others[0]}")
+            if args.drop:
+                journal_pages.drop(store, args.session)
+            else:
+                await journal_pages.list_commands(store, args.session)
+            return
+        try:
+            request = PageRequest(
+                head=args.head,
+                tail=args.tail,
+                lines=None if args.lines is None else parse_range(args.lines, "--lines"),
+                byte_range=None if args.bytes is None else parse_range(args.bytes, "--bytes"),
+                grep=args.grep,
+                context=args.context,
+                command=args.command,
+            )
+        except PageError as error:
+            raise UsageError(str(error)) from None
+        await journal_pages.show_output(store, args.session, request, raw=args.raw)
+
+    @_plain_usage
+    @magic_arguments()
+    @argument("session", type=_session_key, metavar="ID|NAME", help="the session (running or finished) to record")
+    @argument("file", metavar="FILE", help="where to write the recording (replaced if it exists)")
+    @argument("--v2", action="store_true", help="write asciicast v2 (what the asciinema CLI 2.x on PyPI and older players read) instead of v3")
+    @no_var_expand
+    @line_magic
+    def uexec_record(self, line=""):
+        """Write a session's journal (so far, or all of it once the program ended) as an asciicast recording."""
+        self._in_background(self.run_uexec_record(line))
+
+    async def run_uexec_record(self, line: str) -> None:
+        args = _parse(self.uexec_record, line)
+        await journal_pages.record(self.manager.journals, args.session, args.file, version=2 if args.v2 else 3)
 
     # -- plumbing ------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from IPython.core.inputtransformer2 import (
 _CELL_MAGIC = re.compile(r"%%uexec(?=\s|$)(.*)")
 # The name must end at a space or the line's end, so `%uexec?` (IPython's
 # help) is left alone while `%uexec -s 0 echo $?` is not.
-_LINE_MAGIC = re.compile(r"%(uexec|uexec_kill)(?=\s|$)(.*)", re.DOTALL)
+_LINE_MAGIC = re.compile(r"%(uexec|uexec_kill|uexec_output|uexec_record)(?=\s|$)(.*)", re.DOTALL)
 _HERE = '__import__("unified_exec_kernel.notebook.rewrite", fromlist=["_"])'
 
 
@@ -37,6 +37,14 @@ def run_uexec(line: str, cell: str | None):
 
 def run_uexec_kill(line: str):
     return _magics().run_uexec_kill(line)
+
+
+def run_uexec_output(line: str):
+    return _magics().run_uexec_output(line)
+
+
+def run_uexec_record(line: str):
+    return _magics().run_uexec_record(line)
 
 
 def _magics():
@@ -60,7 +68,7 @@ def rewrite_cell_magic(lines: list[str]) -> list[str]:
 
 
 class AwaitLineMagic(TokenTransformBase):
-    """A token transform: a top-level `%uexec ...` or `%uexec_kill ...` line becomes an await."""
+    """A token transform: a top-level `%uexec`, `%uexec_kill`, `%uexec_output` or `%uexec_record` line becomes an await."""
 
     # Before IPython's EscapedCommand (10), which would make the same line a call.
     priority = 5
@@ -82,7 +90,7 @@ class AwaitLineMagic(TokenTransformBase):
         line = assemble_continued_line(lines, (self.start_line, self.start_col), end_line)
         magic = _LINE_MAGIC.fullmatch(line.rstrip("\n"))
         name, rest = magic.group(1), magic.group(2).strip()
-        call = f"run_uexec({rest!r}, None)" if name == "uexec" else f"run_uexec_kill({rest!r})"
+        call = f"run_uexec({rest!r}, None)" if name == "uexec" else f"run_{name}({rest!r})"
         return lines[: self.start_line] + [f"await {_HERE}.{call}\n"] + lines[end_line + 1 :]
 
 

@@ -20,6 +20,7 @@ from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
 from ..core.completion.collect import compile_until
+from ..core.journal import open_journal
 from . import messages
 from .live import LiveStream
 from .messages import BadRequest
@@ -30,6 +31,28 @@ OUTPUT_EVENT_S = 0.1
 OUTPUT_EVENT_BYTES = 16 * 1024
 
 Send = Callable[[dict], None]
+
+
+def read_journal(path: str, start: int | None, end: int | None, number: int | None, max_bytes: int):
+    """(start, data, fields, notes) of a `read`, off the loop; raises BadRequest (one line) for what is not there."""
+    with open_journal(path) as journal:
+        command = None
+        low, high = journal.start, journal.end
+        if number is not None:
+            commands = journal.chapters()
+            if not -len(commands) <= number <= len(commands) or not commands:
+                raise BadRequest(f"no command {number}: the session ran {len(commands)}")
+            command = commands[number - 1 if number > 0 else number]
+            low, high = command.start, command.end if command.end is not None else journal.end
+        first = low if start is None else max(start, low)
+        last = high if end is None else min(end, high)
+        if start is not None and start > high:
+            raise BadRequest(f"start {start} is past the end of the output ({high})")
+        # A reply is contiguous: it starts at the first kept byte, and a stretch the journal
+        # did not keep ends it (its note says so; the next read starts past it).
+        first, chunk = journal.read_span(first, last, max_bytes) if first < last else (first, b"")
+        notes = [drop.describe() for drop in journal.drops if drop.offset <= first + len(chunk) and drop.offset + drop.size >= first]
+        return first, chunk, {"output_end": journal.end, "more": first + len(chunk) < last, "command": command}, notes
 
 
 class Endpoint:
@@ -233,6 +256,20 @@ class Endpoint:
         if rid is not None:
             self.send(messages.ok(rid, session.session_id))
 
+    async def _read(self, data: dict, rid) -> None:
+        """A slice of a session's journal: a byte range, a command's output, or both (bounded)."""
+        key = messages.session_key(data)
+        start, end, number, max_bytes = messages.read_request(data)
+        store = self.manager.journals
+        if store is None:
+            raise BadRequest("journals are off in this kernel (c.UnifiedExec.journal = False)")
+        entry = store.find(key)
+        # The writer's thread may still hold what the session printed last; the file read goes to a worker.
+        await asyncio.wrap_future(store.flushed())
+        loop = asyncio.get_running_loop()
+        reply = await loop.run_in_executor(None, read_journal, entry.path, start, end, number, max_bytes)
+        self.send(messages.journal(rid, entry.session_id, *reply[:2], **reply[2], notes=[*reply[3], *(n for n in entry.notes() if n not in reply[3])]))
+
     def _resize(self, data: dict, rid) -> None:
         size = messages.terminal_size(data)
         session = self._session_of(data)
@@ -250,6 +287,7 @@ _HANDLERS = {
     "resize": Endpoint._resize,
     "watch": Endpoint._watch,
     "unwatch": Endpoint._unwatch,
+    "read": Endpoint._read,
 }
 MESSAGE_TYPES = tuple(_HANDLERS)
 """What a front end may send (docs/protocol.md, "Front end → kernel")."""

@@ -17,6 +17,8 @@ from ..core.session import PtySession
 
 PROTOCOL_VERSION = 2
 MAX_INPUT_BYTES = 1024 * 1024
+READ_DEFAULT_BYTES = 64 * 1024
+READ_MAX_BYTES = 1024 * 1024
 
 
 class BadRequest(ValueError):
@@ -131,6 +133,22 @@ def output_format(data: dict) -> str:
     return value
 
 
+def read_request(data: dict) -> tuple[int | None, int | None, int | None, int]:
+    """A `read`'s `start`, `end` (output offsets), `command` (1-based, negative from the last) and `max_bytes`."""
+    start, end = optional_int(data, "start"), optional_int(data, "end")
+    if start is not None and start < 0:
+        raise BadRequest("start must be 0 or more")
+    if end is not None and start is not None and end < start:
+        raise BadRequest("end must not be before start")
+    command = optional_int(data, "command")
+    if command == 0:
+        raise BadRequest("command counts from 1 (or from -1, the last)")
+    max_bytes = optional_int(data, "max_bytes")
+    if max_bytes is not None and not 1 <= max_bytes <= READ_MAX_BYTES:
+        raise BadRequest(f"max_bytes must be 1 to {READ_MAX_BYTES}")
+    return start, end, command, READ_DEFAULT_BYTES if max_bytes is None else max_bytes
+
+
 def optional_signal(data: dict) -> int | None:
     value = data.get("signal")
     return None if value is None else signal_number(value)
@@ -226,6 +244,25 @@ def data(rid, session_id: int, batch: Batch) -> dict:
 
 def exited(session: PtySession) -> dict:
     return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code, "closed": session.closed}
+
+
+def journal(rid, session_id: int, start: int, data: bytes, *, output_end: int, more: bool, command, notes: list[str]) -> dict:
+    """The answer to `read`: `data` is the output in [start, end); `more`: the range asked for goes on."""
+    return {
+        "type": "journal",
+        "request_id": rid,
+        "session_id": session_id,
+        "start": start,
+        "end": start + len(data),
+        "output_end": output_end,
+        "more": more,
+        "command": None if command is None else {
+            "number": command.number, "text": command.text, "start": command.start,
+            "end": command.end, "exit_code": command.exit_code,
+        },
+        "notes": notes,
+        "data": data.decode("utf-8", "replace"),
+    }
 
 
 SESSIONS_CHANGED = {"type": "sessions_changed"}

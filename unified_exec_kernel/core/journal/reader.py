@@ -126,6 +126,28 @@ class Journal:
                 pieces.append(data[max(0, start - offset) : end - offset])
         return b"".join(pieces)
 
+    def read_span(self, start: int, end: int, limit: int) -> tuple[int, bytes]:
+        """At most `limit` contiguous output bytes from the first kept byte at or after `start`
+        (stopping before `end` and at a stretch the journal did not keep), and their offset."""
+        end = min(end, self.end)
+        pieces: list[bytes] = []
+        first = expected = None
+        for offset, data in self._outputs_from(max(self.records.last_at_or_before(OFFSET, start), 0)):
+            if offset >= end or (expected is not None and offset != expected):
+                break
+            if offset + len(data) <= start:
+                continue
+            piece = data[max(0, start - offset) : end - offset]
+            if first is None:
+                first = expected = max(start, offset)
+            pieces.append(piece)
+            expected += len(piece)
+            if expected - first >= limit:
+                break
+        if first is None:
+            return start, b""
+        return first, b"".join(pieces)[:limit]
+
     def newlines_before(self, offset: int) -> int:
         """How many line ends the kept output has before `offset`."""
         index = self.records.last_at_or_before(OFFSET, offset - 1)

@@ -1,0 +1,42 @@
+"""`python -m unified_exec_kernel record`: a kept journal (or any recording) as asciicast v3 or v2."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+from unified_exec_kernel.core.journal import JournalStore, open_journal
+from unified_exec_kernel.core.manager import UnifiedExecSessionManager
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "unified_exec_kernel", *args], capture_output=True, text=True, timeout=60)
+
+
+async def kept_journal(tmp_path) -> str:
+    store = JournalStore(str(tmp_path / "kernel"), keep=True)
+    manager = UnifiedExecSessionManager(journals=store)
+    await manager.start(["bash", "-c", "echo kept; echo journal"])
+    path = store.find(0).path
+    await manager.close_all()  # the kernel ended; the directory stays
+    return path
+
+
+async def test_record_exports_a_kept_journal_that_asciinema_plays(tmp_path):
+    journal = await kept_journal(tmp_path)
+    done = await asyncio.to_thread(cli, "record", journal, str(tmp_path / "out.cast"), "--v2")
+    assert done.returncode == 0 and done.stdout.startswith(f"wrote {tmp_path / 'out.cast'}: asciicast v2, ")
+    shown = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "asciinema", "cat", str(tmp_path / "out.cast")], capture_output=True, timeout=60)
+    assert shown.stdout == b"kept\r\njournal\r\n", shown.stderr
+    assert (await asyncio.to_thread(cli, "record", journal, str(tmp_path / "v3.cast"))).returncode == 0
+    with open_journal(str(tmp_path / "v3.cast")) as v3:
+        assert v3.version == 3 and v3.read(0, v3.end) == b"kept\r\njournal\r\n"
+
+
+def test_record_of_a_file_that_is_not_asciicast_is_one_line(tmp_path):
+    (tmp_path / "notes.txt").write_text("just text\n")
+    done = cli("record", str(tmp_path / "notes.txt"), str(tmp_path / "out.cast"))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == "error: notes.txt is not an asciicast recording: its first line is not a JSON header\n"
+    assert not (tmp_path / "out.cast").exists()

@@ -1,0 +1,115 @@
+"""`%uexec_output` and `%uexec_record` past their options: read a session's journal, show or write it.
+
+The journal is written on its own thread; a read first waits (without
+blocking the kernel's loop) until what the session printed so far is on
+disk, then reads in a worker thread: a page is a few reads through the
+index, but `--grep` scans and an export copies the whole file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from ..core.journal import JournalError, JournalNotFound, JournalStore, open_journal
+from ..core.journal.export import export
+from ..core.journal.paging import Page, PageError, PageRequest, page
+from ..screen.render import render_terminal_text
+
+
+async def show_output(store: JournalStore | None, key: int | str, request: PageRequest, *, raw: bool = False) -> None:
+    entry = _entry(store, key)
+    await asyncio.wrap_future(store.flushed())
+    shown = await asyncio.get_running_loop().run_in_executor(None, _page, entry.path, request)
+    text = shown.text if raw else render_terminal_text(shown.text)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    # What the journal is dropping right now is in no file yet: the store says it.
+    notes = shown.notes + [note for note in entry.notes() if note not in shown.notes]
+    display({"text/plain": text + "".join(f"[{note}]\n" for note in notes) + status_line(entry.label, shown)}, raw=True)
+
+
+async def list_commands(store: JournalStore | None, key: int | str) -> None:
+    entry = _entry(store, key)
+    await asyncio.wrap_future(store.flushed())
+    commands = await asyncio.get_running_loop().run_in_executor(None, _chapters, entry.path)
+    if not commands:
+        print(f"session {entry.label} has no commands on record (only an integrated bash or zsh reports them)")
+        return
+    rows = []
+    for command in commands:
+        state = "running" if command.end is None else f"exit {command.exit_code}" if command.exit_code is not None else "done"
+        rows.append(f"{command.number:>4}  {state:<9} {command.text.splitlines()[0] if command.text else ''}")
+    print("\n".join(rows))
+
+
+async def record(store: JournalStore | None, key: int | str, destination: str, *, version: int) -> None:
+    entry = _entry(store, key)
+    await asyncio.wrap_future(store.flushed())
+    destination = os.path.expanduser(destination)
+    events = await asyncio.get_running_loop().run_in_executor(None, _export, entry.path, destination, version)
+    print(f"wrote {destination}: asciicast v{version}, {events:,} events of session {entry.label}" + ("" if entry.finished else " so far"))
+
+
+def drop(store: JournalStore | None, key: int | str) -> None:
+    entry = _entry(store, key)
+    try:
+        store.drop(key)
+    except JournalNotFound as error:
+        raise UsageError(str(error)) from None
+    print(f"dropped the journal of session {entry.label}")
+
+
+def status_line(label: str, shown: Page) -> str:
+    parts = [f"session {label}"]
+    if shown.command is not None:
+        command = shown.command
+        state = "running" if command.end is None else f"exit {command.exit_code}" if command.exit_code is not None else "done"
+        first = command.text.splitlines()[0] if command.text else ""
+        parts.append(f"command {command.number} ({state}): {first}")
+    if shown.first_line is not None:
+        if shown.total_lines == 0:
+            parts.append("no output")
+        else:
+            parts.append(f"lines {shown.first_line}-{shown.last_line} of {shown.total_lines:,}")
+    else:
+        parts.append(f"bytes {shown.start}:{shown.end}")
+    return "[" + " · ".join(parts) + "]"
+
+
+def _entry(store: JournalStore | None, key: int | str):
+    if store is None:
+        raise UsageError("journals are off in this kernel (c.UnifiedExec.journal = False)")
+    try:
+        return store.find(key)
+    except JournalNotFound as error:
+        raise UsageError(str(error)) from None
+
+
+def _page(path: str, request: PageRequest) -> Page:
+    try:
+        with open_journal(path) as journal:
+            return page(journal, request)
+    except (PageError, JournalError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _chapters(path: str):
+    try:
+        with open_journal(path) as journal:
+            return journal.chapters()
+    except JournalError as error:
+        raise UsageError(str(error)) from None
+
+
+def _export(path: str, destination: str, version: int) -> int:
+    try:
+        with open_journal(path) as journal:
+            return export(journal, destination, version=version)
+    except JournalError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"cannot write {destination}: {error.strerror or error}") from None

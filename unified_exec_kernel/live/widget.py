@@ -132,5 +132,12 @@ class LiveViews:
         return TerminalWidget(session_id, manager=self.manager, bridge=self.bridge)
 
     @staticmethod
+    def replay(played, title: str):
+        """What `%uexec_replay` shows: a player of `played` (core/journal/playback.py)."""
+        from .replay import ReplayWidget
+
+        return ReplayWidget(played, title=title)
+
+    @staticmethod
     def unavailable() -> str | None:
         return None if frontend.built() else frontend.NOT_BUILT

@@ -59,6 +59,7 @@ def playback(journal: Journal, *, idle_limit: float | None = DEFAULT_IDLE_LIMIT_
     for event in journal.events():
         gap = event.time - last_time
         last_time = event.time
+        before = shown
         shown += min(gap, limit) if limit is not None else gap
         if event.code == "r":
             played.events.append([shown, "r", event.data])
@@ -76,7 +77,9 @@ def playback(journal: Journal, *, idle_limit: float | None = DEFAULT_IDLE_LIMIT_
                     played.events.append([shown, "o", head])
                     pieces.append(head)
                     encoded, offset = encoded[cut:], offset + cut
-                played.chapters.append(Chapter(len(played.events), shown, command.text, command.exit_code))
+                # At the command's own time, within the pause before this event as shortened.
+                at = max(before, shown - max(event.time - command.time, 0.0))
+                played.chapters.append(Chapter(len(played.events), at, command.text, command.exit_code))
                 next_command += 1
             size += len(encoded)
             if size > MAX_OUTPUT_BYTES:

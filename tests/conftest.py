@@ -76,3 +76,13 @@ async def manager():
         yield mgr
     finally:
         await mgr.close_all()
+
+
+@pytest.fixture(scope="module")
+def uexec_kernel():
+    """A real `uexec` kernel through jupyter_client, shared by a module's tests and shut down after them."""
+    from .kernel_harness import Kernel
+
+    kernel = Kernel("uexec")
+    yield kernel
+    kernel.shutdown()

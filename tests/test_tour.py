@@ -264,6 +264,17 @@ def test_agent_format(tour):
     assert "hello, agent\r\n" in text
 
 
+def test_the_shells_commands_are_listed_from_its_journal_and_replayed_a_chapter_each(tour):
+    listed = tour.text("tour-commands").strip().splitlines()
+    typed = [re.match(r"\s*\d+\s+(exit \d+|running|done)\s+(.*)", line).groups() for line in listed]
+    assert ("exit 2", "ls /no/such/dir") in typed and ("exit 130", "sleep 100") in typed, listed
+    assert typed[-1] == ("exit 0", "echo hello, agent"), listed
+    text = tour.text("tour-replay")
+    assert re.search(rf"\[replay: bash --norc -i, {len(typed)} commands, \d+\.\d s\]", text), text
+    _, cell = tour.cell("tour-replay")
+    assert "application/vnd.jupyter.widget-view+json" in cell.outputs[0].data
+
+
 def test_clean_up_leaves_only_the_shell_of_the_live_view(tour):
     assert tour.text("tour-kill") == "closed session other\n"
     rows = tour.text("tour-sessions-end").strip().splitlines()
@@ -313,9 +324,9 @@ def terminal_models(nb) -> dict[str, dict]:
 
 
 def test_the_run_notebook_saved_with_its_widget_state_is_small(tour):
-    # nbclient keeps widget state as JupyterLab's "save widget state" does: one model per live view.
+    # nbclient keeps widget state as JupyterLab's "save widget state" does: one model per view (the replay, the live terminal).
     models = terminal_models(tour.nb)
-    assert len(models) == 1, list(tour.nb.metadata.get("widgets", {}))
+    assert sorted(model["view"] for model in models.values()) == ["default", "player"]
     saved = nbformat.writes(tour.nb).encode()
     assert len(saved) <= 150_000, f"{len(saved) / 1000:.0f} KB"
     for model in models.values():
@@ -339,9 +350,10 @@ def test_every_live_view_shows_its_last_screen_without_a_kernel(tour):
     plain.metadata.pop("widgets", None)
     body, _ = HTMLExporter().from_notebook_node(plain)
     exported = re.findall(r'<pre class="uexec-screen".*?</pre>', body, re.S)
-    assert len(exported) == 1
-    assert screen_text(exported[0]) == screen_text(model["screen_html"])
-    assert screen_text(exported[0]).splitlines()[-2:] == ["hello, agent", "$"]
+    assert len(exported) == 2  # the replay's, then the live terminal's
+    assert screen_text(exported[1]) == screen_text(model["screen_html"])
+    for screen in exported:
+        assert screen_text(screen).splitlines()[-2:] == ["hello, agent", "$"]
 
 
 def screen_text(markup: str) -> str:

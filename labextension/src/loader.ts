@@ -9,8 +9,10 @@
  * without its kernel), the view shows the terminal's last screen that the
  * kernel keeps in `screen_html`.
  *
- * No import: this file is bundled alone and must stay small.
+ * Bundled alone and kept small: it imports only buffers.ts.
  */
+
+import { asBytes } from './buffers';
 
 interface Model {
   get(name: string): unknown;
@@ -27,9 +29,12 @@ interface ViewContext {
 
 type Cleanup = () => void;
 
-interface TerminalModule {
-  default: { render(context: ViewContext): Cleanup | Promise<Cleanup> | void };
+interface View {
+  render(context: ViewContext): Cleanup | Promise<Cleanup> | void;
 }
+
+/** The views the module exports: `default` (a live terminal), `player` (a replay). */
+type TerminalModule = Record<string, View | undefined> & { default: View };
 
 const STYLE_ID = 'uexec-terminal-styles';
 /** Modules loaded in this page, by the hash the kernel gave them. */
@@ -38,16 +43,6 @@ const KEY = '__uexecTerminalModules';
 function modules(): Map<string, Promise<TerminalModule>> {
   const scope = globalThis as unknown as Record<string, Map<string, Promise<TerminalModule>>>;
   return (scope[KEY] ??= new Map());
-}
-
-function bytes(buffer: unknown): Uint8Array {
-  if (buffer instanceof Uint8Array) {
-    return buffer;
-  }
-  if (ArrayBuffer.isView(buffer)) {
-    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  }
-  return new Uint8Array(buffer as ArrayBuffer);
 }
 
 /** The module, asked of the kernel once per page and hash; never settles while no kernel answers. */
@@ -70,9 +65,9 @@ function load(model: Model): Promise<TerminalModule> {
         if (!document.getElementById(STYLE_ID)) {
           const style = document.head.appendChild(document.createElement('style'));
           style.id = STYLE_ID;
-          style.textContent = decoder.decode(bytes(buffers[1]));
+          style.textContent = decoder.decode(asBytes(buffers[1]));
         }
-        const url = URL.createObjectURL(new Blob([bytes(buffers[0]) as BlobPart], { type: 'text/javascript' }));
+        const url = URL.createObjectURL(new Blob([asBytes(buffers[0]) as BlobPart], { type: 'text/javascript' }));
         import(/* webpackIgnore: true */ /* @vite-ignore */ url).then(resolve, reject).finally(() => URL.revokeObjectURL(url));
       };
       model.on('msg:custom', answer);
@@ -107,7 +102,8 @@ async function render(context: ViewContext): Promise<Cleanup> {
     return () => el.replaceChildren();
   }
   el.replaceChildren();
-  const cleanup = await module.default.render(context);
+  const view = module[String(model.get('view') ?? 'default')] ?? module.default;
+  const cleanup = await view.render(context);
   return () => {
     if (typeof cleanup === 'function') {
       cleanup();

@@ -10,6 +10,7 @@
 import { CarrierBase } from './carrier';
 import { viewState } from './format';
 import { asKernelMessage, type FrontEndMessage } from './protocol';
+import { renderPlayer } from './player';
 import { SessionTerminal } from './terminal';
 
 /** The traits `TerminalWidget` syncs. */
@@ -180,3 +181,6 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
 }
 
 export default { render };
+
+/** The replay of a recording (`ReplayWidget`), with the same xterm.js. */
+export const player = { render: renderPlayer };

@@ -557,7 +557,13 @@ def test_terminal_tabs_come_back_after_a_reload_attached_again(lab, page):
     page.goto(f"{lab.url}/lab/tree/restore.ipynb")  # the URL a user reloads: no ?reset
     tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"uexec 0: {BASH}")
     tab.wait_for(timeout=60_000)
+    # A tree URL opens its notebook and brings it to the front, after the layout is restored
+    # and possibly after a click on another tab (later on a loaded machine): let it, then click.
+    notebook_tab = page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="restore.ipynb")
+    wait_until(lambda: "lm-mod-current" in (notebook_tab.get_attribute("class") or ""), 60, "the reloaded URL's notebook in front")
+    wait_until(lambda: kernel_connected(lab, "restore.ipynb"), KERNEL_START_S, "the notebook's kernel", 0.2)
     tab.click()
+    wait_until(lambda: "lm-mod-current" in (tab.get_attribute("class") or ""), 10, "the terminal tab in front")
     wait_for_lines(terminal, lambda lines: "before-42" in lines, 30, "the scrollback replayed in the restored tab")
     type_line(page, terminal, "echo after-$((50+5))")
     wait_for_lines(terminal, lambda lines: "after-55" in lines, 15, "typed input in the restored tab")

@@ -17,7 +17,7 @@ import pytest
 
 from ..test_tour import PORT, TOUR, _port_is_free
 from .conftest import ARTIFACTS, extension_errors
-from .test_lab import KERNEL_START_S, kernel_connected, run_palette_command, type_line, wait_for_lines, wait_until
+from .test_lab import KERNEL_START_S, kernel_connected, run_palette_command, terminal_lines, type_line, wait_for_lines, wait_until
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -88,6 +88,19 @@ def test_run_all_ends_with_a_live_terminal_that_answers_and_comes_back_after_a_r
     # The shell's history: what the tour typed into it, at the prompt `$ `.
     wait_for_lines(terminal, lambda lines: "$ echo hello, agent" in lines and shown(lines)[-1:] == ["$"], 15, "the history, then the prompt")
     screenshot(page, "tour-run-all.png")
+
+    # The replay of the same shell: a chapter per command typed into it; its last chapter's
+    # screen is what the live terminal showed up to that command.
+    replay = notebook.locator(".uexec-player")
+    wait_until(lambda: replay.get_attribute("data-loaded") == "true", 30, "the replay's recording")
+    chapters = replay.locator(".uexec-player-chapter")
+    labels = [text.split("$ ", 1)[1].rsplit(" → ", 1)[0] for text in chapters.all_inner_texts()]
+    assert "ls /no/such/dir" in labels and labels[-1] == "echo hello, agent", labels
+    chapters.last.click()
+    live = shown(terminal_lines(terminal))
+    before_agent = live[: live.index("$ echo hello, agent") + 1]
+    wait_until(lambda: shown(terminal_lines(replay.locator(".uexec-player-screen"))) == before_agent, 10, "the replay's screen at the last command")
+    screenshot(replay, "tour-replay.png")
 
     type_line(page, terminal, "echo typed-by-$((6*7))")
     lines = wait_for_lines(terminal, lambda lines: "typed-by-42" in lines, 15, "the answer to typed input")

@@ -396,14 +396,13 @@ async def _unread_ends_with(session, tail: bytes, timeout: float = 10) -> None:
 
 
 async def _integrated_shell_at_its_prompt(monkeypatch) -> tuple[UnifiedExecSessionManager, int]:
-    # The start ends as the shell says its prompt begins (the A marker); the prompt's text
-    # comes after, often too late for the start to read it. The sleep makes it always so.
-    monkeypatch.setenv("PS1", "$(sleep 0.5)$ ")
+    """A shell whose first prompt no request has read (spawned, not started: nothing waits on it)."""
+    monkeypatch.setenv("PS1", "$ ")
     manager = UnifiedExecSessionManager(shell_integration=True)
-    started = await manager.start(["bash", "--norc", "-i"], timeout_ms=10_000)
-    assert started.output == ""
-    await _unread_ends_with(manager.session(started.session_id), b"\x1b[?2004h$ ")
-    return manager, started.session_id
+    sh = manager.spawn(["bash", "--norc", "-i"])
+    await _unread_ends_with(manager.session(sh), b"\x1b[?2004h$ ")
+    assert manager.session(sh).buffer.data() == b"\x1b[?2004h$ "  # the prompt, and nothing before it
+    return manager, sh
 
 
 async def test_a_typed_command_does_not_count_the_prompt_it_was_typed_at_as_hidden_output(monkeypatch):

@@ -9,15 +9,14 @@ run Python, because the endpoint runs on the engine's loop, not in the cell.
 
 from __future__ import annotations
 
-import html
 import shlex
 
-import anywidget
 from IPython import get_ipython
 from IPython.display import display
 from traitlets import Bool, Int, Unicode
 
 from . import frontend
+from .loaded import LoadedWidget
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import exit_state
 from ..jupyter.bridge import Bridge
@@ -29,18 +28,12 @@ from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
 
-class TerminalWidget(anywidget.AnyWidget):
-    # A loader of a few KB: the module itself (xterm.js, ~350 KB) comes over
-    # the widget's messages once per page, so a saved notebook holds no copy.
-    _esm = frontend.esm()
-
+class TerminalWidget(LoadedWidget):
     session_id = Int(help="the session shown").tag(sync=True)
     title = Unicode(help="the session's command").tag(sync=True)
     alive = Bool(True, help="whether the program still runs").tag(sync=True)
     exit_code = Int(None, allow_none=True, help="the exit code once it has exited").tag(sync=True)
     closed = Bool(False, help="it ended because the session was closed (a kill), not on its own").tag(sync=True)
-    screen_html = Unicode(help="the last screen as HTML: what a view shows without a kernel").tag(sync=True)
-    frontend_hash = Unicode(help="which module the loader asks for (a page loads it once)").tag(sync=True)
     kernel_id = Unicode(help="the kernel's id, for the direct channel (docs/protocol.md); empty: use widget messages").tag(sync=True)
 
     def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, bridge: Bridge | None = None, **kwargs):
@@ -51,13 +44,7 @@ class TerminalWidget(anywidget.AnyWidget):
             raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
         session = bridge.call(manager.session, session_id)
-        super().__init__(
-            session_id=session_id,
-            title=shlex.join(session.command),
-            frontend_hash=frontend.module_hash(),
-            kernel_id=direct_kernel_id(),
-            **kwargs,
-        )
+        super().__init__(session_id=session_id, title=shlex.join(session.command), kernel_id=direct_kernel_id(), **kwargs)
         self._handles: list = []  # the displays of this widget, refreshed with its screen
         self._session = session
         self._bridge = bridge
@@ -66,22 +53,9 @@ class TerminalWidget(anywidget.AnyWidget):
         # Messages may arrive on a subshell's thread: each goes to the engine's
         # loop, and the echo goes out from there, whatever the main thread does.
         route_by_own_subshell(self.comm)
-        self.on_msg(self._on_message)
 
-    def _on_message(self, _widget, content, _buffers) -> None:
-        if isinstance(content, dict) and content.get("type") == "module":
-            self._send_module()
-        else:
-            self._bridge.post(self._endpoint.receive, content)
-
-    def _send_module(self) -> None:
-        """The loader's request: the module and its styles, as buffers (never part of the saved state)."""
-        module = frontend.module()
-        if module is None:
-            self.send({"type": "error", "error": "Internal", "message": frontend.NOT_BUILT})
-            return
-        digest, script, styles = module
-        self.send({"type": "module", "hash": digest}, buffers=[script, styles])
+    def on_custom(self, content, _buffers) -> None:
+        self._bridge.post(self._endpoint.receive, content)
 
     def _watch_exit(self) -> None:
         """On the engine: hear the exit (before any `exited` is sent); output streams from the view's first `attach`.
@@ -141,8 +115,7 @@ class TerminalWidget(anywidget.AnyWidget):
         text = scrollback.decode("utf-8")
         state = exit_state(self.alive, self.exit_code, self.closed)
         caption = f"live terminal: session {self.session_id} ({self.title}), {state}"
-        self.screen_html = screen_html(text, rows, cols)
-        bundle["text/html"] = f'{self.screen_html}<div class="uexec-screen-caption">[{html.escape(caption)}]</div>'
+        self.with_screen(bundle, screen_html(text, rows, cols), caption)
         snapshot = render_terminal_text(text).rstrip("\n")
         bundle["text/plain"] = f"{snapshot}\n[{caption}]{note}".lstrip("\n")
         return bundle, metadata
@@ -161,6 +134,13 @@ class LiveViews:
 
     def __call__(self, session_id: int) -> TerminalWidget:
         return TerminalWidget(session_id, manager=self.manager, bridge=self.bridge)
+
+    @staticmethod
+    def replay(played, title: str):
+        """What `%uexec_replay` shows: a player of `played` (core/journal/playback.py)."""
+        from .replay import ReplayWidget
+
+        return ReplayWidget(played, title=title)
 
     @staticmethod
     def unavailable() -> str | None:

@@ -1,4 +1,4 @@
-"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`, `%uexec_output`, `%uexec_record`: parse the line, hand on the request.
+"""`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`, `%uexec_output`, `%uexec_record`, `%uexec_replay`: parse the line, hand on the request.
 
 Waiting for a session must not block the kernel's loop (a cell's display
 updates, interrupts and other comm traffic run there; the sessions themselves
@@ -26,7 +26,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from . import journal_pages
+from . import journal_pages, replays
+from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
 from .cell_run import CellRequest, run_in_cell
 from ..core.journal.paging import PageError, PageRequest, parse_range
 from ..core.completion.collect import compile_until
@@ -262,6 +263,24 @@ class UnifiedExecMagics(Magics):
     async def run_uexec_record(self, line: str) -> None:
         args = _parse(self.uexec_record, line)
         await journal_pages.record(self.manager.journals, args.session, args.file, version=2 if args.v2 else 3)
+
+    # -- %uexec_replay ---------------------------------------------------------
+
+    @_plain_usage
+    @magic_arguments()
+    @argument("source", metavar="FILE|ID|NAME", help="an asciicast file (v3 or v2, as asciinema records), or a session whose journal to play")
+    @argument("--idle", type=float, default=DEFAULT_IDLE_LIMIT_S, metavar="S", help="shorten pauses longer than S seconds (default %(default)s; 0 keeps them; a recording's idle_time_limit wins)")
+    @no_var_expand
+    @line_magic
+    def uexec_replay(self, line=""):
+        """Play a recording in the notebook: play/pause, speed, seek, and a chapter per command the shell ran."""
+        self._in_background(self.run_uexec_replay(line))
+
+    async def run_uexec_replay(self, line: str) -> None:
+        args = _parse(self.uexec_replay, line)
+        if args.idle < 0:
+            raise UsageError(f"--idle must be 0 or more seconds, not {args.idle:g}")
+        await replays.show_replay(self.manager.journals, args.source, self.live_view, idle_limit=args.idle or None)
 
     # -- plumbing ------------------------------------------------------------
 

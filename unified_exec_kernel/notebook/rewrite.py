@@ -26,7 +26,7 @@ from IPython.core.inputtransformer2 import (
 _CELL_MAGIC = re.compile(r"%%uexec(?=\s|$)(.*)")
 # The name must end at a space or the line's end, so `%uexec?` (IPython's
 # help) is left alone while `%uexec -s 0 echo $?` is not.
-_LINE_MAGIC = re.compile(r"%(uexec|uexec_kill|uexec_output|uexec_record)(?=\s|$)(.*)", re.DOTALL)
+_LINE_MAGIC = re.compile(r"%(uexec|uexec_kill|uexec_output|uexec_record|uexec_replay)(?=\s|$)(.*)", re.DOTALL)
 _HERE = '__import__("unified_exec_kernel.notebook.rewrite", fromlist=["_"])'
 
 
@@ -45,6 +45,10 @@ def run_uexec_output(line: str):
 
 def run_uexec_record(line: str):
     return _magics().run_uexec_record(line)
+
+
+def run_uexec_replay(line: str):
+    return _magics().run_uexec_replay(line)
 
 
 def _magics():
@@ -68,7 +72,7 @@ def rewrite_cell_magic(lines: list[str]) -> list[str]:
 
 
 class AwaitLineMagic(TokenTransformBase):
-    """A token transform: a top-level `%uexec`, `%uexec_kill`, `%uexec_output` or `%uexec_record` line becomes an await."""
+    """A token transform: a top-level `%uexec`, `%uexec_kill`, `%uexec_output`, `%uexec_record` or `%uexec_replay` line becomes an await."""
 
     # Before IPython's EscapedCommand (10), which would make the same line a call.
     priority = 5

@@ -1,0 +1,56 @@
+"""ReplayWidget over its real comm: the recording on request, never in its state; the last screen for pages without it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def kernel(uexec_kernel):
+    return uexec_kernel
+
+
+def custom_answer(kernel, model_id, content):
+    kernel.comm_send(model_id, {"method": "custom", "content": content})
+    return kernel.messages_until(
+        lambda msg: msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == model_id,
+        lambda msg: msg["content"]["data"].get("method") == "custom",
+    )[-1]
+
+
+def test_the_player_gets_the_recording_as_a_buffer_and_shows_its_last_screen_without_one(kernel, tmp_path):
+    cast = tmp_path / "demo.cast"
+    lines = [{"version": 2, "width": 40, "height": 5}, [0.1, "o", "\u001b[32mgreen\u001b[0m\r\n"], [0.2, "m", "step"], [0.3, "o", "$ "]]
+    cast.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    shown = kernel.execute(f"%uexec_replay {cast}")
+    assert shown.reply["status"] == "ok", shown.text
+    bundles = [m["content"] for m in shown.messages if m["msg_type"] == "display_data"]
+    assert len(bundles) == 1
+    data = bundles[0]["data"]
+    assert '<span style="color:#4e9a06">green</span>' in data["text/html"]
+    assert "[replay: demo.cast, 1 commands" in data["text/plain"]
+    model_id = data[VIEW]["model_id"]
+
+    answer = custom_answer(kernel, model_id, {"type": "recording"})
+    assert answer["content"]["data"]["content"] == {"type": "recording", "events": 2}
+    events = json.loads(bytes(answer["buffers"][0]))
+    assert [event[1:] for event in events] == [["o", "\u001b[32mgreen\u001b[0m\r\n"], ["o", "$ "]]
+
+    refused = custom_answer(kernel, model_id, {"type": "attach"})
+    assert refused["content"]["data"]["content"]["type"] == "error"
+    assert "answers `recording` only" in refused["content"]["data"]["content"]["message"]
+
+    # What a saved notebook keeps of it: the chapters and the last screen, not the events.
+    state = kernel.run(
+        "import gc\nfrom unified_exec_kernel.live.replay import ReplayWidget\n"
+        "w = [o for o in gc.get_objects() if isinstance(o, ReplayWidget)][-1]\n"
+        "s = w.get_state()\nprint(sorted(k for k in s if not k.startswith('_') and k not in ('layout', 'tabbable', 'tooltip')), s['chapters'], s['view'])"
+    )
+    assert state.strip() == (
+        "['chapters', 'cols', 'duration', 'frontend_hash', 'rows', 'screen_html', 'title', 'view'] "
+        "[{'index': 1, 'time': 0.2, 'label': 'step', 'exit_code': None}] player"
+    )

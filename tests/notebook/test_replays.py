@@ -1,0 +1,44 @@
+"""`%uexec_replay`: a session's journal or a file, or one clear line saying why not."""
+
+from __future__ import annotations
+
+import pytest
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def kernel(uexec_kernel):
+    return uexec_kernel
+
+
+def test_a_sessions_journal_plays_with_a_chapter_per_command(kernel):
+    kernel.run("%%uexec --name sh -t 10000\nbash -i\n")
+    kernel.run("%uexec -s sh echo one")
+    kernel.run("%uexec -s sh false")
+    shown = kernel.execute("%uexec_replay sh")
+    views = [m for m in shown.messages if m["msg_type"] == "display_data" and VIEW in m["content"]["data"]]
+    assert len(views) == 1, shown.text
+    assert "[replay: bash -i, 2 commands" in views[0]["content"]["data"]["text/plain"]
+    chapters = kernel.run(
+        "import gc\nfrom unified_exec_kernel.live.replay import ReplayWidget\n"
+        "print([(c['label'], c['exit_code']) for c in [o for o in gc.get_objects() if isinstance(o, ReplayWidget)][-1].chapters])"
+    )
+    assert chapters.strip() == "[('echo one', 0), ('false', 1)]"
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("%uexec_replay nosuch", "UsageError: no file 'nosuch', and no journal for session 'nosuch'"),
+        ("%uexec_replay --idle -1 sh", "UsageError: --idle must be 0 or more seconds, not -1"),
+        ("%uexec_replay /etc/hostname", "UsageError: hostname is not an asciicast recording"),
+        ("%uexec_replay", "UsageError:"),
+    ],
+)
+def test_bad_input_gets_one_line_and_the_kernel_lives_on(kernel, line, said):
+    execution = kernel.execute(line)
+    lines = [text for text in execution.text.splitlines() if text.strip()]
+    assert len(lines) == 1 and lines[0].startswith(said), execution.text
+    assert "Traceback" not in execution.text
+    assert kernel.run("print(6 * 7)").strip() == "42"

@@ -1,0 +1,51 @@
+"""`%uexec_replay` past its options: a session's journal or an asciicast file, made ready to play.
+
+The recording is read off the kernel's loop (a worker thread); the player
+itself is the live face's (`LiveViews.replay`), which this face knows only
+as the factory the extension hands it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from ..core.journal import JournalError, JournalNotFound, JournalStore, open_journal
+from ..core.journal.playback import Playback, TooLargeToPlay, playback
+
+
+async def show_replay(store: JournalStore | None, source: str, views, *, idle_limit: float | None) -> None:
+    if views is None or views.unavailable() is not None:
+        reason = "no live view here" if views is None else views.unavailable()
+        raise UsageError(f"%uexec_replay shows a player, which needs the live view: {reason}")
+    path, title = _recording(store, source)
+    if store is not None and path != source:
+        await asyncio.wrap_future(store.flushed())  # what the session printed so far is on disk
+    played = await asyncio.get_running_loop().run_in_executor(None, _read, path, idle_limit)
+    display(views.replay(played, title))
+
+
+def _recording(store: JournalStore | None, source: str) -> tuple[str, str]:
+    """(path, title): a file if there is one at `source`, else the journal of the session so named."""
+    path = os.path.expanduser(source)
+    if os.path.isfile(path):
+        return path, os.path.basename(path)
+    if store is None:
+        raise UsageError(f"no file {source!r}, and journals are off in this kernel (c.UnifiedExec.journal = False)")
+    key: int | str = int(source) if source.isdigit() else source
+    try:
+        entry = store.find(key)
+    except JournalNotFound as error:
+        raise UsageError(f"no file {source!r}, and {error}") from None
+    return entry.path, " ".join(entry.command) if entry.command else entry.label
+
+
+def _read(path: str, idle_limit: float | None) -> Playback:
+    try:
+        with open_journal(path) as journal:
+            return playback(journal, idle_limit=idle_limit)
+    except (JournalError, TooLargeToPlay) as error:
+        raise UsageError(str(error)) from None

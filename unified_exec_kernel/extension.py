@@ -4,8 +4,10 @@ The manager's sessions live on the engine's own loop, in one thread
 (jupyter/engine_thread.py), reached only through the bridge (jupyter/bridge.py),
 so they keep running while a cell runs Python. Loading wires the magics,
 the cell rewrite that makes them cooperative (notebook/rewrite.py), the comm
-target, and the cleanup that ends every session's processes and the engine's
-thread when the kernel shuts down or restarts and at interpreter exit.
+target, the direct channel's socket for live views (a service of the
+engine's loop, so it lives and goes with it), and the cleanup that ends
+every session's processes and the engine's thread when the kernel shuts
+down or restarts and at interpreter exit.
 Shutdown runs on ipykernel 7's control thread, so that cleanup signals by
 pid and never touches the engine's loop from outside.
 """
@@ -21,6 +23,9 @@ from .jupyter.bridge import Bridge
 from .notebook import rewrite
 from .live.comm import COMM_TARGET, open_handler
 from .jupyter.config import UnifiedExec
+from .jupyter.direct_socket import DirectSocket, kernel_connection_file, kernel_id_of
+from .protocol.address import socket_names
+from .protocol.direct import DirectConnection
 from .core.manager import UnifiedExecSessionManager
 from .jupyter.sigterm import close_sessions_on_sigterm, restore_sigterm
 from .notebook.magics import UnifiedExecMagics
@@ -54,8 +59,10 @@ def load_ipython_extension(ipython) -> None:
         import comm
 
         comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
-    close_sessions_on_sigterm(ipython, manager)
+    direct, kernel_id = _direct_channel(settings, manager, bridge) if kernel is not None else (None, "")
+    close_sessions_on_sigterm(ipython, manager, also=direct.release if direct is not None else None)
     current.set_manager(ipython, manager, magics, bridge)
+    current.set_kernel_id(ipython, kernel_id)
     ipython._uexec_end = end  # what unload takes off atexit
 
 
@@ -68,6 +75,7 @@ def unload_ipython_extension(ipython) -> None:
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
     current.set_manager(ipython, None)
+    current.set_kernel_id(ipython, "")
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -89,6 +97,16 @@ def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:
     """
     manager.terminate_all_threadsafe()
     bridge.stop()
+
+
+def _direct_channel(settings: UnifiedExec, manager: UnifiedExecSessionManager, bridge: Bridge) -> tuple[DirectSocket | None, str]:
+    """The live views' socket beside the kernel's connection file, listening whenever the engine runs; the kernel's id."""
+    connection_file = kernel_connection_file()
+    if not settings.direct_channel or connection_file is None:
+        return None, ""
+    channel = DirectSocket(*socket_names(connection_file), lambda on_lost: DirectConnection(manager, on_lost))
+    bridge.engine.add_service(channel)
+    return channel, kernel_id_of(connection_file)
 
 
 def _kernel_loop(kernel) -> asyncio.AbstractEventLoop | None:

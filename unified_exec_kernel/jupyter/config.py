@@ -35,6 +35,10 @@ class UnifiedExec(Configurable):
     check = Bool(False, help="Make every %%uexec cell fail (one line) when its program, or the command it typed into an integrated shell, exits non-zero, as if it said --check.").tag(config=True)
     max_watch_ms = Int(MAX_WATCH_MS, min=0, help="Longest a comm `watch` may wait, in ms (an agent's watch may outlast any request).").tag(config=True)
     shell = Unicode("bash", help="The shell that runs %%uexec --shell scripts.").tag(config=True)
+    direct_channel = Bool(
+        True,
+        help="Let live views reach this kernel's sessions through a Unix socket beside its connection file (0600), relayed by the Jupyter server extension, instead of comm messages: keystrokes echo at terminal speed and a flood is not rate-limited. Off: live views use the comm only.",
+    ).tag(config=True)
     guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
 
     @validate("env")

@@ -12,6 +12,7 @@ from ..core.manager import UnifiedExecSessionManager
 _MANAGER = "unified_exec_manager"
 _MAGICS = "unified_exec_magics"
 _BRIDGE = "unified_exec_bridge"
+_KERNEL_ID = "unified_exec_kernel_id"
 _NOT_LOADED = "load the extension first: %load_ext unified_exec_kernel"
 
 
@@ -19,6 +20,18 @@ def set_manager(shell, manager: UnifiedExecSessionManager | None, magics=None, b
     setattr(shell, _MANAGER, manager)
     setattr(shell, _MAGICS, magics)
     setattr(shell, _BRIDGE, bridge)
+
+
+def set_kernel_id(shell, kernel_id: str) -> None:
+    """The id live views name to reach this kernel's direct channel ("": they use the comm)."""
+    setattr(shell, _KERNEL_ID, kernel_id)
+
+
+def direct_kernel_id() -> str:
+    """The running kernel's id when its direct channel is on, else ""."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), _KERNEL_ID, "") or ""
 
 
 def manager_of(shell) -> UnifiedExecSessionManager | None:

@@ -7,6 +7,11 @@ timer and live stream therefore lives on this loop instead, whatever the
 main thread does. It has ipykernel's own threads' shape (Control, IOPub,
 subshells): one loop per thread, stopped through the loop's thread-safe
 callback, joined on the way out. Only jupyter/bridge.py hands it work.
+
+A service (the direct channel's socket, direct_socket.py) lives exactly as
+long as the loop: started on it first thing each time the thread starts,
+stopped on it after the sessions close, and released from the stopping
+thread whatever happened to the loop.
 """
 
 from __future__ import annotations
@@ -15,11 +20,23 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 THREAD_NAME = "uexec-engine"
 JOIN_TIMEOUT_S = 5.0
+
+
+class Service(Protocol):
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop, before any work handed to it; must not raise or block."""
+
+    async def stop(self) -> None:
+        """On the loop, after the closing work, before it stops."""
+
+    def release(self) -> None:
+        """From any thread, after the loop has stopped (or failed to): what must not outlive it (idempotent)."""
 
 
 class EngineThread:
@@ -29,6 +46,15 @@ class EngineThread:
         self._lock = threading.Lock()  # start and stop may race from the main and control threads
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._services: list[Service] = []
+
+    def add_service(self, service: Service) -> None:
+        """Run `service` with the loop from now on (started now if the loop already runs)."""
+        with self._lock:
+            self._services.append(service)
+            loop = self._loop if self.running else None
+        if loop is not None:
+            loop.call_soon_threadsafe(_start_service, service, loop)
 
     @property
     def running(self) -> bool:
@@ -48,14 +74,16 @@ class EngineThread:
     def _start(self) -> None:
         loop = asyncio.new_event_loop()
         ready = threading.Event()
-        thread = threading.Thread(target=self._run, args=(loop, ready), name=THREAD_NAME, daemon=True)
+        thread = threading.Thread(target=self._run, args=(loop, ready, list(self._services)), name=THREAD_NAME, daemon=True)
         thread.start()
         ready.wait()
         self._loop, self._thread = loop, thread
 
     @staticmethod
-    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event, services: list[Service]) -> None:
         asyncio.set_event_loop(loop)
+        for service in services:  # before `ready`: ahead of any work handed over
+            loop.call_soon(_start_service, service, loop)
         loop.call_soon(ready.set)
         try:
             loop.run_forever()
@@ -76,8 +104,10 @@ class EngineThread:
             return True
         if thread is threading.current_thread():
             raise RuntimeError("the engine thread cannot join itself")
-        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_then_stop(loop, before)))
+        services = list(self._services)
+        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_then_stop(loop, before, services)))
         thread.join(timeout)
+        _release(services)
         if thread.is_alive():
             log.warning("uexec: the engine thread did not end within %.0f s", timeout)
             return False
@@ -90,10 +120,11 @@ class EngineThread:
             return
         finished = asyncio.get_running_loop().create_future()
         caller = asyncio.get_running_loop()
+        services = list(self._services)
 
         async def end() -> None:
             try:
-                await _then_stop(loop, before)
+                await _then_stop(loop, before, services)
             finally:
                 caller.call_soon_threadsafe(_resolve, finished)
 
@@ -101,6 +132,7 @@ class EngineThread:
         await finished
         # The loop has stopped; what is left of the thread is closing the loop.
         thread.join(JOIN_TIMEOUT_S)
+        _release(services)
 
     def _retire(self) -> tuple[threading.Thread | None, asyncio.AbstractEventLoop | None]:
         with self._lock:
@@ -111,14 +143,34 @@ class EngineThread:
         return thread, loop
 
 
-async def _then_stop(loop: asyncio.AbstractEventLoop, before) -> None:
+async def _then_stop(loop: asyncio.AbstractEventLoop, before, services: list[Service]) -> None:
     try:
         if before is not None:
             await before()
     except Exception:
         log.exception("uexec: closing the sessions failed")
     finally:
+        for service in services:
+            try:
+                await service.stop()
+            except Exception:
+                log.exception("uexec: stopping %s failed", type(service).__name__)
         loop.stop()
+
+
+def _start_service(service: Service, loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        service.start(loop)
+    except Exception:
+        log.exception("uexec: starting %s failed", type(service).__name__)
+
+
+def _release(services: list[Service]) -> None:
+    for service in services:
+        try:
+            service.release()
+        except Exception:
+            log.exception("uexec: releasing %s failed", type(service).__name__)
 
 
 def _resolve(future: asyncio.Future) -> None:

@@ -25,20 +25,26 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 
 GRACE_S = 1.0
 """How long session programs get after the hangup before SIGKILL (as closing a session)."""
 _ATTR = "_uexec_sigterm_handler"
 
 
-def close_sessions_on_sigterm(ipython, manager) -> None:
-    """Install the handler, unless the process already has its own SIGTERM handler."""
+def close_sessions_on_sigterm(ipython, manager, also: Callable[[], None] | None = None) -> None:
+    """Install the handler, unless the process already has its own SIGTERM handler.
+
+    `also()`: what else must not outlive the kernel (the direct channel's socket file).
+    """
     if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
         return  # somebody chose what SIGTERM does here: theirs wins
 
     def on_sigterm(_signum, _frame) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the kernel at once
         try:
+            if also is not None:
+                also()
             manager.terminate_all_threadsafe(grace=GRACE_S)
         finally:
             os.kill(os.getpid(), signal.SIGTERM)

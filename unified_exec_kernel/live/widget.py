@@ -18,7 +18,7 @@ from . import frontend
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import exit_state
 from ..jupyter.bridge import Bridge
-from ..jupyter.current import current_engine
+from ..jupyter.current import current_engine, direct_kernel_id
 from ..jupyter.patches import route_by_own_subshell
 from ..protocol import Endpoint
 from ..screen.render import render_terminal_text
@@ -34,6 +34,7 @@ class TerminalWidget(anywidget.AnyWidget):
     alive = Bool(True, help="whether the program still runs").tag(sync=True)
     exit_code = Int(None, allow_none=True, help="the exit code once it has exited").tag(sync=True)
     closed = Bool(False, help="it ended because the session was closed (a kill), not on its own").tag(sync=True)
+    kernel_id = Unicode(help="the kernel's id, for the direct channel (docs/protocol.md); empty: use widget messages").tag(sync=True)
 
     def __init__(self, session_id: int, *, manager: UnifiedExecSessionManager | None = None, bridge: Bridge | None = None, **kwargs):
         """`manager` and the `bridge` to its loop default to the running kernel's."""
@@ -43,7 +44,7 @@ class TerminalWidget(anywidget.AnyWidget):
             raise ValueError("a TerminalWidget given a manager needs the bridge to its loop too")
         # Looked up before the widget exists, so a bad id leaves nothing half-built.
         session = bridge.call(manager.session, session_id)
-        super().__init__(session_id=session_id, title=shlex.join(session.command), **kwargs)
+        super().__init__(session_id=session_id, title=shlex.join(session.command), kernel_id=direct_kernel_id(), **kwargs)
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)

@@ -138,7 +138,12 @@ def optional_signal(data: dict) -> int | None:
 
 def _check_input_size(texts: Iterable[str]) -> None:
     # Limits are in bytes, as documented: "é" is two of them.
-    if sum(len(text.encode("utf-8", "surrogatepass")) for text in texts) > MAX_INPUT_BYTES:
+    check_input_bytes(sum(len(text.encode("utf-8", "surrogatepass")) for text in texts))
+
+
+def check_input_bytes(nbytes: int) -> None:
+    """Keystrokes that arrive as bytes (the direct channel's `I` frames) meet the same limit."""
+    if nbytes > MAX_INPUT_BYTES:
         raise BadRequest(f"input over {MAX_INPUT_BYTES} bytes")
 
 

@@ -1,0 +1,160 @@
+"""One connection of the direct channel: frames in, the protocol's answers and raw output out.
+
+The live view's third carrier, beside the comm and the widget: a Unix socket
+the kernel listens on (jupyter/direct_socket.py), which the Jupyter server
+relays to the page (server/relay.py). It speaks the live view's part of the
+protocol only (`attach`, `detach`, `input`, `resize`, and `ack` for its flow
+control), through the same `Endpoint` as the other carriers, so a bad
+message gets the same one-line `error`; what differs is the carrier's own:
+output leaves as `B` frames under an acknowledged window (window.py)
+instead of JSON under a token bucket, and keystrokes arrive as `I` frames
+and go to the terminal without JSON.
+
+Everything here runs on the engine's loop and never blocks it: the
+transport buffers what it cannot write yet, and the window bounds how much
+that can be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+
+from ..core.manager import UnifiedExecSessionManager
+from ..core.session import PtySession
+from . import frames, messages
+from .endpoint import Endpoint
+from .messages import BadRequest
+from .window import WindowedStream
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_TYPES = ("attach", "detach", "input", "resize")
+"""What a page may send as `T` frames, besides `ack` (this carrier's own)."""
+CARRIER = "direct"
+
+
+class DirectEndpoint(Endpoint):
+    """The live view's requests over the direct channel; every stream a `WindowedStream`."""
+
+    def __init__(self, manager: UnifiedExecSessionManager, connection: DirectConnection):
+        super().__init__(manager, connection.send_message, types=ENDPOINT_TYPES)
+        self._handlers["ack"] = DirectEndpoint._ack
+        self._connection = connection
+
+    def stream(self, session: PtySession) -> WindowedStream:
+        stream = self.streams.get(session.session_id)
+        if stream is None:
+            stream = self.streams[session.session_id] = WindowedStream(
+                session,
+                self.send,
+                self._connection.send_output,
+                on_end=lambda: self.streams.pop(session.session_id, None),
+                writable=self._connection.writable,
+            )
+        return stream
+
+    def receive_text(self, payload: bytes) -> None:
+        """A `T` frame: one JSON message, as the comm would get it."""
+        try:
+            data = json.loads(payload)
+        except ValueError:  # bad JSON, or bytes that are not UTF-8
+            self.refuse("a T frame must hold one JSON message in UTF-8")
+            return
+        self.receive(data)
+
+    def receive_input(self, payload: bytes) -> None:
+        """An `I` frame: keystrokes for a session, written as they are; answered only when they fail."""
+        session_id = None
+        try:
+            if len(payload) < frames.INPUT_HEADER.size:
+                raise BadRequest("an I frame starts with a 4-byte session id")
+            (session_id,) = frames.INPUT_HEADER.unpack_from(payload)
+            keys = payload[frames.INPUT_HEADER.size :]
+            messages.check_input_bytes(len(keys))
+            self.manager.session(session_id).write(keys)
+        except Exception as error:  # noqa: BLE001 - one line, as for a JSON input
+            self._fail(None, error, {"type": "input", "session_id": session_id})
+
+    def refuse(self, message: str) -> None:
+        """Answer a frame that is no message at all (one line, `BadRequest`)."""
+        self._fail(None, BadRequest(message), None)
+
+    def resume(self) -> None:
+        """The connection takes more again: every stream sends what waits."""
+        for stream in list(self.streams.values()):
+            stream.resume()
+
+    def _ack(self, data: dict, rid) -> None:
+        end = messages.optional_int(data, "end")
+        if end is None:
+            raise BadRequest("end is required")
+        stream = self.streams.get(messages.session_key(data))
+        if stream is not None:  # a late ack for a view that ended or detached says nothing
+            stream.ack(end)
+
+
+class DirectConnection(asyncio.Protocol):
+    """One page (through the server's relay) on the kernel's socket."""
+
+    def __init__(self, manager: UnifiedExecSessionManager, on_lost: Callable[[DirectConnection], None] | None = None):
+        self._manager = manager
+        self._on_lost = on_lost
+        self._reader = frames.FrameReader()
+        self._paused = False
+        self.transport: asyncio.Transport | None = None
+        self.endpoint: DirectEndpoint | None = None
+
+    # -- out -------------------------------------------------------------------
+
+    def send_message(self, message: dict) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            text = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            self.transport.write(frames.text_frame(text))
+
+    def send_output(self, session_id: int, offset: int, skipped: int, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines((frames.output_frame_head(session_id, offset, skipped, len(data)), data))
+
+    def writable(self) -> bool:
+        return not self._paused and self.transport is not None and not self.transport.is_closing()
+
+    # -- asyncio.Protocol ------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.endpoint = DirectEndpoint(self._manager, self)
+        self.send_message({**messages.hello(self._manager), "carrier": CARRIER})
+
+    def data_received(self, data: bytes) -> None:
+        for kind, payload in self._reader.feed(data):
+            if kind == frames.INPUT:
+                self.endpoint.receive_input(payload)
+            elif kind == frames.TEXT:
+                self.endpoint.receive_text(payload)
+            else:
+                self.endpoint.refuse(f"unknown frame kind {kind.decode('latin-1')!r}; a page sends T or I")
+        if self._reader.too_large is not None:
+            # The stream cannot be trusted past a length this wrong: say why, then hang up.
+            self.endpoint.refuse(str(self._reader.too_large))
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self.endpoint is not None:
+            self.endpoint.resume()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()

@@ -1,0 +1,188 @@
+"""A session's output to a view on the direct channel: every byte, as fast as the view acknowledges.
+
+The comm's live stream (live.py) must keep under the Jupyter server's iopub
+limits, so it sends once a frame under a token bucket and leaves a flood's
+middle out. The direct channel has no such limit; what bounds it is the
+page: xterm.js parses ~10-30 MB/s, and output it has not taken yet would
+pile up in the socket, the server and the browser. So the view says how far
+it has written (`ack`), and the kernel keeps at most `WINDOW` bytes sent and
+not yet acknowledged. What waits beyond it stays here, in a queue that never
+blocks the loop or pauses the program; past `VIEW_BACKLOG` its oldest bytes
+are dropped and counted in the next frame's `skipped`, the same gap rule as
+the comm's `data` events (docs/protocol.md). A keystroke's echo goes out the
+moment it is read: no timer, no batching.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from ..core.output.utf8 import boundary_at_or_after, pieces
+from ..core.session import PtySession
+from . import messages
+
+WINDOW = 1024 * 1024
+"""Bytes per view sent and not yet acknowledged, at most."""
+VIEW_BACKLOG = 8 * 1024 * 1024
+"""Bytes per view waiting for the window, at most; older ones are skipped."""
+FRAME_BYTES = 256 * 1024
+"""Output bytes per frame, at most (a replay or a backlog goes in several)."""
+
+SendMessage = Callable[[dict], None]
+SendOutput = Callable[[int, int, int, bytes], None]
+"""(session_id, offset, skipped, data): one `B` frame."""
+
+
+class WindowedStream:
+    """One session's output to one direct connection, from `replay` on until `close`.
+
+    The same shape as live.py's `LiveStream` (`replay`, `close`, `on_end`), so
+    the endpoint keeps either; plus `ack` and `resume`.
+    """
+
+    def __init__(
+        self,
+        session: PtySession,
+        send_message: SendMessage,
+        send_output: SendOutput,
+        *,
+        on_end: Callable[[], None] | None = None,
+        writable: Callable[[], bool] = lambda: True,
+        window: int = WINDOW,
+        backlog: int = VIEW_BACKLOG,
+    ):
+        """`writable()`: whether the connection takes more now (its transport is not paused)."""
+        self.session = session
+        self._send_message = send_message
+        self._send_output = send_output
+        self._on_end = on_end
+        self._writable = writable
+        self._window = window
+        self._backlog = backlog
+        self._queue: deque[bytes] = deque()
+        self._queued = 0
+        self._queue_start = session.offset  # the offset of the first queued byte
+        self._skipped = 0  # dropped just before `_queue_start`, not yet told
+        self.sent_end = session.offset
+        self.acked = session.offset
+        self.bytes_skipped = 0
+        self._finished = False
+        self._closed = False
+        self._unsubscribe = session.subscribe(self._push)
+        self._forget_exit = session.on_exit(self._on_finished)
+
+    @property
+    def in_flight(self) -> int:
+        return self.sent_end - self.acked
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    def replay(self, request_id=None) -> None:
+        """Answer an `attach`: `attached`, the scrollback as frames, then live output continues.
+
+        What was queued is in the scrollback (or older than it), and the view
+        starts over from `attached`, so the window starts over too.
+        """
+        self._queue.clear()
+        self._queued = self._skipped = 0
+        start, scrollback = self.session.scrollback_snapshot()
+        self._deliver_message(messages.attached(request_id, self.session, start))
+        for position, piece in pieces(scrollback, FRAME_BYTES):
+            self._send_output(self.session.session_id, start + position, 0, piece)
+        self.acked = start
+        self.sent_end = self._queue_start = self.session.offset
+        self._end_if_done()
+
+    def ack(self, end: int) -> None:
+        """The view has written everything before `end`: that much of the window is free again."""
+        self.acked = max(self.acked, min(end, self.sent_end))
+        self.resume()
+
+    def resume(self) -> None:
+        """Send what waits, as far as the window and the connection allow."""
+        while self._queue and not self._closed and self._writable():
+            room = self._window - self.in_flight
+            if room <= 0:
+                return
+            self._send_piece(self._take(min(room, FRAME_BYTES)))
+        self._end_if_done()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._unsubscribe()
+            self._forget_exit()
+            self._queue.clear()
+            self._queued = 0
+
+    # -- output in -------------------------------------------------------------
+
+    def _push(self, data: bytes, offset: int) -> None:
+        if not self._queue:
+            self._queue_start = offset
+        self._queue.append(data)
+        self._queued += len(data)
+        if self._queued > self._backlog:
+            self._drop_oldest(self._queued - self._backlog)
+        self.resume()
+
+    def _drop_oldest(self, excess: int) -> None:
+        dropped = 0
+        while self._queue and len(self._queue[0]) <= excess - dropped:
+            dropped += len(self._queue.popleft())
+        if dropped < excess and self._queue:
+            head = self._queue[0]
+            cut = boundary_at_or_after(head, excess - dropped)  # never half a character
+            self._queue[0] = head[cut:]
+            dropped += cut
+        self._queued -= dropped
+        self._queue_start += dropped
+        self._skipped += dropped
+        self.bytes_skipped += dropped
+
+    def _take(self, limit: int) -> bytes:
+        """Up to about `limit` queued bytes from the front, whole characters."""
+        parts = []
+        taken = 0
+        while self._queue and taken < limit:
+            head = self._queue[0]
+            if taken + len(head) <= limit:
+                parts.append(self._queue.popleft())
+                taken += len(head)
+                continue
+            cut = boundary_at_or_after(head, limit - taken)
+            parts.append(head[:cut])
+            self._queue[0] = head[cut:]
+            taken += cut
+            if not self._queue[0]:
+                self._queue.popleft()
+        self._queued -= taken
+        return b"".join(parts)
+
+    def _send_piece(self, piece: bytes) -> None:
+        self._send_output(self.session.session_id, self._queue_start, self._skipped, piece)
+        self._queue_start += len(piece)
+        self.sent_end = self._queue_start
+        self._skipped = 0
+
+    # -- the end ---------------------------------------------------------------
+
+    def _on_finished(self, _session: PtySession) -> None:
+        self._finished = True
+        self._end_if_done()
+
+    def _end_if_done(self) -> None:
+        """Once the program has finished and every byte is out: `exited`, the last word."""
+        if not (self._finished or self.session.finished) or self._queue or self._closed:
+            return
+        self._deliver_message(messages.exited(self.session))
+        self.close()
+        if self._on_end is not None:
+            self._on_end()
+
+    def _deliver_message(self, message: dict) -> None:
+        if not self._closed:
+            self._send_message(message)

@@ -132,6 +132,11 @@ def kernel_msg_type(payload) -> str:
         return ""
 
 
+def relay_opens(lab, kernel_id: str) -> int:
+    """How many direct channels the server's relay opened to the kernel (its log says each)."""
+    return lab.log.read_text(errors="replace").count(f"direct channel open to kernel {kernel_id}")
+
+
 def kernel_idle(page) -> bool:
     indicator = page.locator("#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator")
     return indicator.get_attribute("data-status") == "idle"
@@ -173,6 +178,7 @@ def test_live_view_types_over_the_direct_channel_with_no_kernel_status_per_key(l
     (direct,) = sockets.open_direct()
     kernel_id = lab.api("GET", "/api/sessions")[0]["kernel"]["id"]
     assert f"{DIRECT_PATH}{kernel_id}/channel" in direct.url
+    wait_until(lambda: relay_opens(lab, kernel_id) == 1, 10, "the server's relay to say it opened the channel")
     assert direct.said("attached") and direct.output(), "the replay came over the channel"
 
     status_before = sockets.status
@@ -202,6 +208,8 @@ def test_a_dropped_channel_reconnects_and_shows_every_line_exactly_once(lab, pag
     wait_until(lambda: len(sockets.open_direct()) == 1 and sockets.open_direct()[0] is not first, 15, "a new channel")
     second = sockets.open_direct()[0]
     wait_until(lambda: second.said("attached"), 10, "the view to attach again")
+    kernel_id = lab.api("GET", "/api/sessions")[0]["kernel"]["id"]
+    wait_until(lambda: relay_opens(lab, kernel_id) == 2, 10, "the server's relay to say it opened the channel again")
 
     ticks = [f"tick-{i}" for i in range(1, 9)]
     lines = wait_for_lines(terminal, lambda lines: prompt_after(lines, "tick-8"), 20, "the last tick and the prompt")

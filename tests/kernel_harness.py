@@ -66,8 +66,9 @@ class Execution:
 
 
 class Kernel:
-    def __init__(self, kernel_name: str = "uexec", env: dict[str, str] | None = None):
-        self.manager = KernelManager(kernel_name=kernel_name)
+    def __init__(self, kernel_name: str = "uexec", env: dict[str, str] | None = None, connection_file: str | None = None):
+        """`connection_file`: where the kernel's goes (default: jupyter_client's, a temporary file)."""
+        self.manager = KernelManager(kernel_name=kernel_name, **({"connection_file": connection_file} if connection_file else {}))
         self.manager.start_kernel(**({"env": env} if env is not None else {}))
         self.client = self.manager.blocking_client()
         self.client.start_channels()

@@ -41,7 +41,11 @@ __all__ = [
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "unified_exec_kernel.server.nodelay"}, {"module": "unified_exec_kernel.server.stop"}]
+    return [
+        {"module": "unified_exec_kernel.server.nodelay"},
+        {"module": "unified_exec_kernel.server.stop"},
+        {"module": "unified_exec_kernel.server.relay"},
+    ]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised through real kernels

@@ -64,8 +64,8 @@ class DirectSocket:
         self.received: list[str | bytes] = []
         self.closed = False
         self.error: str | None = None
-        ws.on("framesent", self.sent.append)
-        ws.on("framereceived", self.received.append)
+        ws.on("framesent", lambda payload: self.sent.append(payload))
+        ws.on("framereceived", lambda payload: self.received.append(payload))
         ws.on("close", lambda _ws: setattr(self, "closed", True))
         ws.on("socketerror", lambda error: setattr(self, "error", error))
 
@@ -132,6 +132,16 @@ def kernel_msg_type(payload) -> str:
         return ""
 
 
+def wait_seeing(page, check, timeout: float, what: str):
+    """wait_until for what Playwright reports of the page's websockets: it delivers those events only during a call to it."""
+
+    def check_after_a_call():
+        page.evaluate("() => null")
+        return check()
+
+    return wait_until(check_after_a_call, timeout, what)
+
+
 def relay_opens(lab, kernel_id: str) -> int:
     """How many direct channels the server's relay opened to the kernel (its log says each)."""
     return lab.log.read_text(errors="replace").count(f"direct channel open to kernel {kernel_id}")
@@ -158,7 +168,7 @@ def live_shell_on_direct(lab, page, name: str, sockets: PageSockets):
     """A notebook whose live view runs bash over the direct channel; its terminal."""
     cells = open_notebook(lab, page, name, [LIVE_CELL])
     terminal = start_live_shell(page, cells, 1)
-    wait_until(lambda: len(sockets.open_direct()) == 1, 15, "the live view's direct channel")
+    wait_seeing(page, lambda: len(sockets.open_direct()) == 1, 15, "the live view's direct channel")
     wait_until(lambda: kernel_idle(page), 15, "the cell to finish")
     return cells, terminal
 
@@ -204,10 +214,10 @@ def test_a_dropped_channel_reconnects_and_shows_every_line_exactly_once(lab, pag
     wait_for_lines(terminal, lambda lines: "tick-2" in lines, 15, "the first ticks")
     first = sockets.open_direct()[0]
     page.evaluate("() => window.__uexecDirect.forEach(socket => socket.close())")
-    wait_until(lambda: first.closed, 10, "the channel to drop")
-    wait_until(lambda: len(sockets.open_direct()) == 1 and sockets.open_direct()[0] is not first, 15, "a new channel")
+    wait_seeing(page, lambda: first.closed, 10, "the channel to drop")
+    wait_seeing(page, lambda: len(sockets.open_direct()) == 1 and sockets.open_direct()[0] is not first, 15, "a new channel")
     second = sockets.open_direct()[0]
-    wait_until(lambda: second.said("attached"), 10, "the view to attach again")
+    wait_seeing(page, lambda: second.said("attached"), 10, "the view to attach again")
     kernel_id = lab.api("GET", "/api/sessions")[0]["kernel"]["id"]
     wait_until(lambda: relay_opens(lab, kernel_id) == 2, 10, "the server's relay to say it opened the channel again")
 
@@ -250,7 +260,7 @@ def test_a_terminal_tab_uses_the_direct_channel_too(lab, page):
     panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
     tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
     tab.wait_for()
-    wait_until(lambda: len(sockets.open_direct()) == 2, 15, "the tab's direct channel")
+    wait_seeing(page, lambda: len(sockets.open_direct()) == 2, 15, "the tab's direct channel")
     tab_socket = sockets.open_direct()[1]
     status_before = sockets.status
     type_line(page, tab, "echo tab-$((3*3))")
@@ -275,7 +285,7 @@ def test_without_our_server_extension_the_views_use_kernel_messages(lab_without_
         sockets = PageSockets(page)
         cells = open_notebook(lab_without_relay, page, "no_relay", [LIVE_CELL])
         terminal = start_live_shell(page, cells, 1)
-        wait_until(lambda: sockets.direct and all(s.closed or s.error for s in sockets.direct), 15, "the refused channel")
+        wait_seeing(page, lambda: sockets.direct and all(s.closed or s.error for s in sockets.direct), 15, "the refused channel")
         wait_until(lambda: kernel_idle(page), 15, "the cell to finish")
         status_before = sockets.status
         type_line(page, terminal, "echo fallback-$((5*5))")
@@ -284,7 +294,7 @@ def test_without_our_server_extension_the_views_use_kernel_messages(lab_without_
         # Each key was a widget message, and the kernel said busy and idle for it.
         keys = len("echo fallback-$((5*5))") + 1
         assert sockets.comm_inputs >= keys
-        wait_until(lambda: sockets.status - status_before >= 2 * keys, 10, "a busy/idle pair per key")
+        wait_seeing(page, lambda: sockets.status - status_before >= 2 * keys, 10, "a busy/idle pair per key")
         assert not sockets.open_direct()
 
         panel = open_sessions_panel(page)

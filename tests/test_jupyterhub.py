@@ -240,6 +240,10 @@ class User:
     def channels_url(self, kernel_id: str | None = None) -> str:
         return f"ws://127.0.0.1:{self.hub.port}/user/{self.name}/api/kernels/{kernel_id or self.kernel_id}/channels"
 
+    def direct_url(self, kernel_id: str | None = None) -> str:
+        """The live view's direct channel (server/relay.py) to one of this user's kernels."""
+        return f"ws://127.0.0.1:{self.hub.port}/user/{self.name}/uexec/kernels/{kernel_id or self.kernel_id}/channel"
+
     def channels(self):
         return Channels.connect(self.channels_url(), self.token)
 
@@ -378,6 +382,28 @@ async def test_a_users_token_reaches_neither_the_other_users_server_nor_kernels(
     alice_pids = {s["pid"] for s in await _uexec_sessions(alice, ["sleep", "600"])}
     bob_pids = {s["pid"] for s in await _uexec_sessions(bob, ["sleep", "601"])}
     assert alice_pids and bob_pids and not alice_pids & bob_pids, (alice_pids, bob_pids)
+
+    # the live view's direct channel: alice's token opens hers through the proxy (the positive control) ...
+    own = await asyncio.wait_for(websocket_connect(HTTPRequest(alice.direct_url(), headers={"Authorization": f"token {alice.token}"},
+                                                               connect_timeout=10, request_timeout=30)), 30)
+    try:
+        hello = json.loads(await asyncio.wait_for(own.read_message(), 30))
+        assert hello["type"] == "hello" and hello["carrier"] == "direct", hello
+    finally:
+        own.close()
+    # ... bob's does not, nor does no token at all
+    for headers in ({"Authorization": f"token {bob.token}"}, {}):
+        request = HTTPRequest(alice.direct_url(), headers=headers, connect_timeout=10, request_timeout=30)
+        with pytest.raises(HTTPClientError) as refused:
+            ws = await asyncio.wait_for(websocket_connect(request), 30)
+            ws.close()
+        assert refused.value.code == 403, headers.keys()
+    # and bob's server knows no kernel of alice's: her id on his channel route is refused
+    request = HTTPRequest(bob.direct_url(alice.kernel_id), headers={"Authorization": f"token {bob.token}"}, connect_timeout=10, request_timeout=30)
+    with pytest.raises(HTTPClientError) as refused:
+        ws = await asyncio.wait_for(websocket_connect(request), 30)
+        ws.close()
+    assert refused.value.code == 404
 
 
 async def test_stopping_a_users_server_ends_every_process_of_their_sessions_and_nobody_elses(users):

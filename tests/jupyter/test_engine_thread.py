@@ -88,3 +88,51 @@ async def test_stop_async_waits_without_blocking_the_callers_loop(engine):
 
 def test_stopping_an_engine_that_never_started_is_a_no_op(engine):
     assert engine.stop() is True and not engine.running
+
+
+class Recorder:
+    """A service that notes where and in what order its hooks run."""
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def start(self, loop):
+        self.log.append(("start", threading.current_thread().name == THREAD_NAME and asyncio.get_running_loop() is loop))
+
+    async def stop(self):
+        self.log.append(("stop", threading.current_thread().name == THREAD_NAME))
+
+    def release(self):
+        self.log.append(("release", threading.current_thread().name != THREAD_NAME))
+
+
+def test_a_service_lives_with_the_loop_each_time_it_runs(engine):
+    log = []
+    engine.add_service(Recorder(log))
+    assert log == []  # nothing starts the loop but its first use
+    loop = engine.loop()
+    # started before any work handed over
+    asyncio.run_coroutine_threadsafe(_note(log, "work"), loop).result(5)
+    assert log == [("start", True), ("work", True)]
+
+    async def closing():
+        log.append(("closing", True))
+
+    engine.stop(closing)
+    assert log[2:] == [("closing", True), ("stop", True), ("release", True)]
+    engine.loop()
+    assert log[5:] == [("start", True)]  # and again when it starts again
+
+
+async def test_a_service_added_while_the_loop_runs_starts_at_once_and_stop_async_ends_it(engine):
+    log = []
+    engine.loop()
+    engine.add_service(Recorder(log))
+    asyncio.run_coroutine_threadsafe(_note(log, "work"), engine.loop()).result(5)
+    assert log == [("start", True), ("work", True)]
+    await asyncio.wait_for(engine.stop_async(), 30)
+    assert log[2:] == [("stop", True), ("release", True)]
+
+
+async def _note(log: list, what: str) -> None:
+    log.append((what, True))

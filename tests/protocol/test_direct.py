@@ -183,6 +183,8 @@ async def test_each_bad_frame_gets_one_error_and_the_connection_the_kernel_and_o
         bad = [
             (frames.HEADER.pack(b"X", 3) + b"abc", "BadRequest", "unknown frame kind 'X'"),
             (frames.text_frame(b"{not json"), "BadRequest", "JSON"),
+            (frames.text_frame(b"[" * 100000), "BadRequest", "JSON"),
+            (frames.text_frame(b"\xff\xfe"), "BadRequest", "UTF-8"),
             (frames.text_frame(b'"a string"'), "BadRequest", "JSON object"),
             (frames.text_frame(b'{"type": "exec", "input_chunks": ["ls"]}'), "BadRequest", "unknown message type 'exec'"),
             (frames.text_frame(b'{"type": "attach", "session_id": 4242}'), "UnknownSessionId", "4242"),

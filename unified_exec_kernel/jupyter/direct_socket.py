@@ -14,6 +14,9 @@ directory that group or others may enter, and a path over the 107 bytes a
 Unix socket's address holds. A socket file left by a kernel that died hard
 (nothing listens: connecting is refused) is unlinked before binding; one
 something still listens on is left alone, and the private directory used.
+What such kernels left elsewhere is swept on the way: sockets in the runtime
+directory whose connection file is gone, and private directories (ours,
+over a minute old) holding only a socket nothing listens on.
 
 The socket lives as long as the engine's loop (engine_thread.py's service):
 listening from its start, closed with every connection and its files
@@ -31,6 +34,7 @@ import shutil
 import socket
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -38,9 +42,13 @@ log = logging.getLogger(__name__)
 MAX_SOCKET_PATH_BYTES = 107  # sun_path holds 108 with its NUL
 PRIVATE_PREFIX = "uexec-"
 PRIVATE_NAME = "s"
+STALE_AFTER_S = 60.0
+"""A private directory younger than this may be a kernel's between bind and listen: never swept."""
 
 ProtocolFactory = Callable[[Callable[[asyncio.Protocol], None]], asyncio.Protocol]
 """Given the callback a connection calls once it is lost, a protocol for one new connection."""
+Names = Callable[[str], tuple[str, str]]
+"""A connection file -> (the socket beside it, the pointer file): protocol/address.py's rule."""
 
 
 def kernel_connection_file() -> str | None:
@@ -77,10 +85,10 @@ def private_to_us(directory: str) -> bool:
 class DirectSocket:
     """The listening socket and its files; an engine service (see the module docstring)."""
 
-    def __init__(self, beside: str, pointer: str, protocol_factory: ProtocolFactory):
-        """`beside`: where the socket goes when it can; `pointer`: the file naming it when it cannot."""
-        self._beside = beside
-        self._pointer_name = pointer
+    def __init__(self, connection_file: str, names: Names, protocol_factory: ProtocolFactory):
+        """`names(connection_file)`: where the socket goes when it can, and the file naming it when it cannot."""
+        self.connection_file = connection_file
+        self._names = names
         self._factory = protocol_factory
         self.path: str | None = None  # where it listens, once it does
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of our socket file
@@ -138,13 +146,16 @@ class DirectSocket:
     # -- binding -----------------------------------------------------------------
 
     def _listen(self) -> socket.socket:
-        beside, pointer = self._beside, self._pointer_name
+        beside, pointer = self._names(self.connection_file)
         usable = private_to_us(os.path.dirname(beside)) and len(os.fsencode(beside)) <= MAX_SOCKET_PATH_BYTES
+        if usable:
+            sweep_runtime_dir(os.path.dirname(self.connection_file), self._names)
         if usable and not _clear_stale(beside):
             usable = False  # something listens there: never take it over
         if usable:
             _remove_quietly(pointer)  # a pointer of an earlier run would send the server elsewhere
             return self._bind(beside)
+        sweep_private_dirs(tempfile.gettempdir())
         self._private_dir = tempfile.mkdtemp(prefix=PRIVATE_PREFIX)  # 0700
         path = os.path.join(self._private_dir, PRIVATE_NAME)
         if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
@@ -183,6 +194,37 @@ class DirectSocket:
             log.warning("uexec: the direct channel's socket could not serve (%s)", error)
             sock.close()
             self.release()
+
+
+def sweep_runtime_dir(directory: str, names: Names) -> None:
+    """Unlink sockets of kernels that died hard: their connection file is gone and nothing listens."""
+    suffix = os.path.basename(names("k.json")[0])[len("k") :]
+    try:
+        present = set(os.listdir(directory))
+    except OSError:
+        return
+    for name in present:
+        if name.endswith(suffix) and name[: -len(suffix)] + ".json" not in present:
+            _clear_stale(os.path.join(directory, name))
+
+
+def sweep_private_dirs(parent: str) -> None:
+    """Remove our private directories that hold only a socket nothing listens on, over a minute old."""
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if not entry.name.startswith(PRIVATE_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid != os.geteuid() or time.time() - info.st_mtime < STALE_AFTER_S:
+                continue
+            if os.listdir(entry.path) == [PRIVATE_NAME] and _clear_stale(os.path.join(entry.path, PRIVATE_NAME)):
+                os.rmdir(entry.path)
+        except OSError:
+            continue  # another kernel swept it first, or it is not ours to touch
 
 
 def _clear_stale(path: str) -> bool:

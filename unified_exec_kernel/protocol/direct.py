@@ -60,7 +60,7 @@ class DirectEndpoint(Endpoint):
         """A `T` frame: one JSON message, as the comm would get it."""
         try:
             data = json.loads(payload)
-        except ValueError:  # bad JSON, or bytes that are not UTF-8
+        except (ValueError, RecursionError):  # bad JSON, bytes that are not UTF-8, nesting past Python's limit
             self.refuse("a T frame must hold one JSON message in UTF-8")
             return
         self.receive(data)

@@ -125,9 +125,9 @@ class WindowedStream:
             self._queue_start = offset
         self._queue.append(data)
         self._queued += len(data)
+        self.resume()  # what the window takes goes now; only the rest waits
         if self._queued > self._backlog:
             self._drop_oldest(self._queued - self._backlog)
-        self.resume()
 
     def _drop_oldest(self, excess: int) -> None:
         dropped = 0

@@ -96,8 +96,8 @@ class DirectChannelHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
             text = message.encode("utf-8")
             writer.write(frames.HEADER.pack(frames.TEXT, len(text)) + text)
         elif message:
-            writer.write(frames.HEADER.pack(message[:1], len(message) - 1))
-            writer.write(memoryview(message)[1:])
+            # one send for header and keys (writelines joins them): a keystroke is one segment
+            writer.writelines((frames.HEADER.pack(message[:1], len(message) - 1), memoryview(message)[1:]))
         if writer.transport.get_write_buffer_size() > SOCKET_HIGH_WATER:
             return self._drain(writer)  # tornado reads the next message once this is done
         return None

@@ -1,0 +1,159 @@
+"""The direct channel's socket on a loop: where it binds, with what mode, and that nothing of it outlives it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from unified_exec_kernel.jupyter.direct_socket import (
+    PRIVATE_NAME,
+    PRIVATE_PREFIX,
+    STALE_AFTER_S,
+    DirectSocket,
+    kernel_id_of,
+    private_to_us,
+    sweep_private_dirs,
+)
+from unified_exec_kernel.protocol.address import find_socket, socket_names
+
+
+class Hello(asyncio.Protocol):
+    """Says hello and remembers it was lost: a stand-in for the protocol's connection."""
+
+    def __init__(self, on_lost):
+        self.on_lost = on_lost
+        self.transport = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+        transport.write(b"hello")
+
+    def connection_lost(self, exc):
+        self.on_lost(self)
+
+
+@pytest.fixture
+def runtime():
+    folder = Path(tempfile.mkdtemp(prefix="uexec-ds-"))  # short, and 0700 as Jupyter's runtime dir
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def started(connection_file: str) -> DirectSocket:
+    channel = DirectSocket(connection_file, socket_names, Hello)
+    channel.start(asyncio.get_running_loop())
+    for _ in range(100):
+        await asyncio.sleep(0)  # the server starts serving in a task
+    return channel
+
+
+async def greeting(path: str) -> bytes:
+    reader, writer = await asyncio.open_unix_connection(path)
+    try:
+        return await asyncio.wait_for(reader.readexactly(5), 5)
+    finally:
+        writer.close()
+
+
+async def test_beside_a_private_connection_file_0600_and_gone_after_stop(runtime):
+    connection_file = str(runtime / "kernel-0b5c.json")
+    channel = await started(connection_file)
+    beside, pointer = socket_names(connection_file)
+    assert channel.path == beside == find_socket(connection_file) and not os.path.exists(pointer)
+    assert stat.S_IMODE(os.stat(beside).st_mode) == 0o600
+    assert await greeting(beside) == b"hello"
+    reader, writer = await asyncio.open_unix_connection(beside)
+    assert await reader.readexactly(5) == b"hello"
+    await channel.stop()
+    assert await reader.read() == b""  # open connections are closed too
+    writer.close()
+    assert not os.path.exists(beside)
+
+
+async def test_a_directory_others_may_enter_gets_a_private_directory_and_a_pointer(runtime):
+    os.chmod(runtime, 0o755)
+    connection_file = str(runtime / "kernel-1.json")
+    channel = await started(connection_file)
+    beside, pointer = socket_names(connection_file)
+    assert not os.path.exists(beside)
+    assert Path(pointer).read_text() == channel.path + "\n" and stat.S_IMODE(os.stat(pointer).st_mode) == 0o600
+    assert private_to_us(os.path.dirname(channel.path)) and find_socket(connection_file) == channel.path
+    assert await greeting(channel.path) == b"hello"
+    private = os.path.dirname(channel.path)
+    channel.release()  # from another thread, as shutdown and SIGTERM do
+    assert not os.path.exists(pointer) and not os.path.exists(private)
+    await channel.stop()
+
+
+async def test_a_stale_socket_is_replaced_and_a_live_one_left_alone(runtime):
+    connection_file = str(runtime / "kernel-2.json")
+    beside, pointer = socket_names(connection_file)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(beside)
+    stale.close()
+    first = await started(connection_file)
+    assert first.path == beside and await greeting(beside) == b"hello"
+    second = await started(connection_file)  # something listens there now: never take it over
+    assert second.path != beside and find_socket(connection_file) == second.path
+    assert await greeting(beside) == b"hello"
+    await second.stop()
+    await first.stop()
+    assert not os.listdir(runtime)
+
+
+def bound(path) -> None:
+    """A socket file nothing listens on: what a kernel killed hard leaves."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.close()
+
+
+async def test_what_kernels_that_died_hard_left_in_the_runtime_dir_is_swept(runtime):
+    orphan = socket_names(str(runtime / "kernel-gone.json"))[0]
+    bound(orphan)
+    kept = socket_names(str(runtime / "kernel-alive.json"))[0]
+    (runtime / "kernel-alive.json").write_text("{}")
+    bound(kept)  # its connection file is still there: its own kernel decides
+    channel = await started(str(runtime / "kernel-new.json"))
+    assert not os.path.exists(orphan) and os.path.exists(kept)
+    await channel.stop()
+
+
+def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
+    old_dead = runtime / f"{PRIVATE_PREFIX}old"
+    young_dead = runtime / f"{PRIVATE_PREFIX}young"
+    old_busy = runtime / f"{PRIVATE_PREFIX}busy"
+    other = runtime / "someone-else"
+    for folder in (old_dead, young_dead, old_busy, other):
+        folder.mkdir(mode=0o700)
+        bound(folder / PRIVATE_NAME)
+    (old_busy / "more").write_text("")
+    past = time.time() - STALE_AFTER_S - 5
+    for folder in (old_dead, old_busy, other):
+        os.utime(folder, (past, past))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    live = runtime / f"{PRIVATE_PREFIX}live"
+    live.mkdir(mode=0o700)
+    listener.bind(str(live / PRIVATE_NAME))
+    listener.listen()
+    os.utime(live, (past, past))
+    try:
+        sweep_private_dirs(str(runtime))
+        assert sorted(p.name for p in runtime.iterdir()) == sorted(p.name for p in (young_dead, old_busy, other, live))
+    finally:
+        listener.close()
+
+
+def test_a_kernel_id_comes_from_a_jupyter_connection_file_name():
+    assert kernel_id_of("/r/kernel-4a1c9e3b-57e5-4f6b-8d1e-0c2f9b1a7d33.json") == "4a1c9e3b-57e5-4f6b-8d1e-0c2f9b1a7d33"
+    assert kernel_id_of("/tmp/tmpab12cd.json") == ""
+    assert kernel_id_of("/r/kernel-.json") == ""
+    assert kernel_id_of(None) == ""

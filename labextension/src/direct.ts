@@ -153,10 +153,6 @@ export class DirectCarrier extends CarrierBase {
     return this._state === 'open';
   }
 
-  get state(): DirectState {
-    return this._state;
-  }
-
   send(msg: FrontEndMessage): void {
     if (this._state !== 'open' || !this._socket) {
       return;
@@ -188,7 +184,14 @@ export class DirectCarrier extends CarrierBase {
   }
 
   private _connect(): void {
-    const socket = this._socketFactory(this._url);
+    let socket: SocketLike;
+    try {
+      socket = this._socketFactory(this._url);
+    } catch {
+      // A URL the browser will not open (a page config it cannot use).
+      this._attemptFailed();
+      return;
+    }
     this._socket = socket;
     this._acked = 0;
     socket.binaryType = 'arraybuffer';
@@ -238,6 +241,10 @@ export class DirectCarrier extends CarrierBase {
       return;
     }
     this._forget(socket);
+    this._attemptFailed();
+  }
+
+  private _attemptFailed(): void {
     if (this._state === 'connecting') {
       this._stop('no direct channel');
       return;

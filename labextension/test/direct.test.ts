@@ -288,6 +288,17 @@ describe('DirectFirstCarrier', () => {
     });
   }
 
+  test('a URL the browser refuses to open is the fallback at once', () => {
+    const fallback = new FakeFallback();
+    const refuse = (): SocketLike => {
+      throw new SyntaxError('bad URL');
+    };
+    const carrier = new DirectFirstCarrier(new DirectCarrier({ url: 'ws://[', sessionId: SID, socket: refuse }), fallback);
+    new View(carrier);
+    assert.equal(carrier.choice, 'fallback');
+    assert.deepEqual(fallback.sent.map(m => m.type), ['attach']);
+  });
+
   test('without a URL (VS Code, Colab, no kernel id) it is the fallback from the start', () => {
     const fallback = new FakeFallback();
     const carrier = new DirectFirstCarrier(null, fallback);

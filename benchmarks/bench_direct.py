@@ -26,15 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import secrets
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from tornado.httpclient import HTTPRequest
@@ -43,8 +39,8 @@ from tornado.websocket import websocket_connect
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.conftest import free_port  # noqa: E402
 from tests.kernel_ws import Channels  # noqa: E402
+from tests.server_process import JupyterServer  # noqa: E402
 from unified_exec_kernel.protocol import frames  # noqa: E402
 from unified_exec_kernel.protocol.address import find_socket  # noqa: E402
 
@@ -53,40 +49,12 @@ KEY_GAP_S = 0.02
 FLOOD_LAST = 2_000_000
 
 
-class Server:
+class Server(JupyterServer):
     def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="uexec-bench-"))
-        (self.folder / "runtime").mkdir(mode=0o700)
-        self.port, self.token = free_port(), secrets.token_hex(16)
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(self.folder / "runtime")}
-        env.pop("JUPYTER_TOKEN", None)
-        self.process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("jupyter-server")), "--no-browser", "--allow-root", "--ip=127.0.0.1",
-             f"--port={self.port}", "--port-retries=0", f"--ServerApp.root_dir={self.folder}", f"--IdentityProvider.token={self.token}"],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.api("GET", "/api/status")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
-    def api(self, method, path, body=None):
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
-                                         data=None if body is None else json.dumps(body).encode(),
-                                         headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            raw = response.read()
-        return json.loads(raw) if raw else None
+        super().__init__(Path(tempfile.mkdtemp(prefix="uexec-bench-")))
 
     def stop(self):
-        for kernel in self.api("GET", "/api/kernels"):
-            self.api("DELETE", f"/api/kernels/{kernel['id']}")
-        self.process.terminate()
-        self.process.wait(30)
+        super().stop()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -100,7 +68,7 @@ def summary(name: str, seconds: list[float]) -> str:
 
 class SocketCarrier:
     async def open(self, server, kernel_id):
-        connection_file = server.folder / "runtime" / f"kernel-{kernel_id}.json"
+        connection_file = server.runtime / f"kernel-{kernel_id}.json"
         self.reader, self.writer = await asyncio.open_unix_connection(find_socket(str(connection_file)), limit=2**24)
         await self.read()  # hello
 
@@ -213,7 +181,7 @@ async def flood(carrier, sid) -> str:
 async def main(cases: list[str]) -> None:
     server = Server()
     try:
-        kernel_id = server.api("POST", "/api/kernels", {"name": "uexec"})["id"]
+        kernel_id = server.api("POST", "api/kernels", {"name": "uexec"})["id"]
         channels = await Channels.connect(f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels", server.token)
         try:
             reply, text = await channels.execute("%%uexec --name keys -t 300\ncat\n")

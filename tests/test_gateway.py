@@ -23,8 +23,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+
+from unified_exec_kernel.server.relay import NO_CHANNEL
+
 from .conftest import free_port, session_processes
 from .kernel_ws import Channels
+from .server_process import JupyterServer
 
 STATUS_LINE = re.compile(r"\[session (\d+) running · [0-9.]+ s\]")
 
@@ -229,3 +235,22 @@ async def test_deleting_the_kernel_through_the_gateway_ends_its_sessions(gateway
     assert status == 404
     status, running = gateway.request("GET", "/api/kernels")
     assert kernel_id not in [k["id"] for k in running], running
+
+
+async def test_a_server_in_gateway_mode_offers_no_direct_channel_and_the_view_keeps_the_kernel_websocket(gateway, tmp_path):
+    """The kernel runs at the gateway: the server has no connection file of it, so its relay closes with 4404."""
+    server = JupyterServer(tmp_path, f"--gateway-url=http://127.0.0.1:{gateway.port}", f"--GatewayClient.auth_token={gateway.token}")
+    try:
+        kernel = server.api("POST", "api/kernels", {"name": "uexec"})
+        channels = await Channels.connect(f"{server.ws}api/kernels/{kernel['id']}/channels", server.token)
+        try:  # a session, so the kernel at the gateway does listen on its own socket
+            reply, text = await channels.execute("%%uexec -t 300\nbash --norc -i\n")
+            assert reply["status"] == "ok" and STATUS_LINE.search(text), text
+        finally:
+            channels.close()
+        request = HTTPRequest(f"{server.ws}uexec/kernels/{kernel['id']}/channel?token={server.token}", connect_timeout=10, request_timeout=30)
+        ws = await asyncio.wait_for(websocket_connect(request), 30)
+        assert await asyncio.wait_for(ws.read_message(), 15) is None
+        assert ws.close_code == NO_CHANNEL, (ws.close_code, ws.close_reason)
+    finally:
+        server.stop()

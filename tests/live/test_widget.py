@@ -82,6 +82,7 @@ def test_live_output_keeps_coming_after_the_cell_returned(kernel):
 def test_a_bad_widget_message_is_answered_and_the_view_lives_on(kernel):
     data, _ = show_live(kernel, "%%uexec --live -t 300\nbash --norc -i\n")
     model_id = data[VIEW]["model_id"]
+    custom(kernel, model_id, {"type": "attach", "request_id": "view"})  # output streams from a view's attach on
     custom(kernel, model_id, {"type": "resize", "rows": "many", "cols": 3})
     error = custom_until(kernel, model_id, lambda c: c["type"] == "error")[-1]
     assert "rows and cols must be integers" in error["message"]

@@ -140,6 +140,25 @@ async def test_keystrokes_on_the_direct_channel_publish_nothing_on_iopub(kernel)
     assert strays == [], f"iopub messages not from the cell: {strays}"
 
 
+async def test_keys_echo_while_a_cell_runs_python(kernel, tmp_path):
+    """The socket is the engine's, not the kernel's main loop: a busy cell holds up nothing."""
+    release = tmp_path / "release"
+    client = await connect(kernel)
+    try:
+        sid = (await attach(client, "shell"))["session_id"]
+        busy = kernel.start_execute(
+            f"import os\nwhile not os.path.exists({str(release)!r}):\n    pass\nprint('cell done')\n"
+        )
+        client.keys(sid, b"echo busy-$((3*3))\r")
+        # the echo comes while the cell still spins: it cannot end before `release` exists
+        await client.output_until(sid, lambda t: re.search(r"[\r\n]busy-9\r\n", t), "the echo during the cell")
+        release.touch()
+        assert "cell done" in kernel.finish_execute(busy).text
+    finally:
+        release.touch()
+        client.close()
+
+
 async def test_replay_then_live_output_then_exited_with_contiguous_offsets(kernel, tmp_path):
     go, done = tmp_path / "go", tmp_path / "done"
     start_session(kernel, "counted", WAIT_FOR.format(go=go, command="seq 1 1000", done=done))

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import secrets
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -30,32 +26,15 @@ from tornado.websocket import websocket_connect
 from unified_exec_kernel.protocol import frames
 from unified_exec_kernel.server.relay import NO_CHANNEL
 
-from ..conftest import free_port, kill_processes, processes_marked
 from ..kernel_ws import Channels
+from ..server_process import JupyterServer
 
 pytestmark = pytest.mark.timeout(180)
 
 BASE_URL = "/under/base/"
-MARK = "UEXEC_RELAY_TEST"
-SERVER_START_S = 60
 
 
-class Server:
-    def __init__(self, port: int, token: str, process: subprocess.Popen, log: Path):
-        self.port, self.token, self.process, self.log = port, token, process, log
-        self.http = f"http://127.0.0.1:{port}{BASE_URL}"
-        self.ws = f"ws://127.0.0.1:{port}{BASE_URL}"
-
-    def api(self, method: str, path: str, body=None):
-        request = urllib.request.Request(self.http + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                         headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            raw = response.read()
-        return json.loads(raw) if raw else None
-
-    def log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-3000:]
-
+class Server(JupyterServer):
     def channel_url(self, kernel_id: str, token: str | None = "own") -> str:
         url = f"{self.ws}uexec/kernels/{kernel_id}/channel"
         token = self.token if token == "own" else token
@@ -68,45 +47,13 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server():
-    folder = Path(tempfile.mkdtemp(prefix="uexec-relay-"))
-    runtime = folder / "runtime"
-    runtime.mkdir(mode=0o700)
-    port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), MARK: str(folder),
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    env.pop("JUPYTER_TOKEN", None)
-    log = folder / "server.log"
-    command = [str(Path(sys.executable).with_name("jupyter-server")), "--no-browser", "--allow-root", "--ip=127.0.0.1",
-               f"--port={port}", "--port-retries=0", f"--ServerApp.root_dir={folder}", f"--ServerApp.base_url={BASE_URL}",
-               f"--IdentityProvider.token={token}"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-    running = Server(port, token, process, log)
+    folder = Path(tempfile.mkdtemp(prefix="uexec-relay-"))  # short: the kernel's socket sits beside its connection file
+    running = Server(folder, base_url=BASE_URL)
     try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            assert process.poll() is None, running.log_tail()
-            try:
-                running.api("GET", "api/status")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, running.log_tail()
-                time.sleep(0.2)
         yield running
     finally:
-        for kernel in _safe(lambda: running.api("GET", "api/kernels"), []):
-            _safe(lambda: running.api("DELETE", f"api/kernels/{kernel['id']}"), None)
-        process.terminate()
-        _safe(lambda: process.wait(timeout=30), None)
-        kill_processes(processes_marked(MARK, str(folder)))  # the server, if it would not stop, and anything it left
+        running.stop()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _safe(function, default):
-    try:
-        return function()
-    except Exception:  # noqa: BLE001 - best-effort cleanup
-        return default
 
 
 @pytest.fixture(scope="module")

@@ -48,16 +48,19 @@ class TerminalWidget(anywidget.AnyWidget):
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
-        bridge.call(self._start_streaming)
+        bridge.call(self._watch_exit)
         # Messages may arrive on a subshell's thread: each goes to the engine's
         # loop, and the echo goes out from there, whatever the main thread does.
         route_by_own_subshell(self.comm)
         self.on_msg(lambda _widget, content, _buffers: bridge.post(self._endpoint.receive, content))
 
-    def _start_streaming(self) -> None:
-        """On the engine: hear the exit (before any `exited` is sent), stream from now on; `attach` adds the history."""
+    def _watch_exit(self) -> None:
+        """On the engine: hear the exit (before any `exited` is sent); output streams from the view's first `attach`.
+
+        Not before it: a view on the direct channel never attaches here, and
+        every byte sent on the comm too would cost the kernel and the page twice.
+        """
         self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code, session.closed))
-        self._endpoint.stream(self._session)
 
     def _on_exit(self, exit_code: int | None, closed: bool = False) -> None:
         # On the kernel's main thread: a widget's traits change on one thread only.

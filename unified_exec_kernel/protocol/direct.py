@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Callable
 
 from ..core.manager import UnifiedExecSessionManager
@@ -28,8 +27,6 @@ from . import frames, messages
 from .endpoint import Endpoint
 from .messages import BadRequest
 from .window import WindowedStream
-
-log = logging.getLogger(__name__)
 
 ENDPOINT_TYPES = ("attach", "detach", "input", "resize")
 """What a page may send as `T` frames, besides `ack` (this carrier's own)."""

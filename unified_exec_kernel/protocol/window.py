@@ -3,8 +3,9 @@
 The comm's live stream (live.py) must keep under the Jupyter server's iopub
 limits, so it sends once a frame under a token bucket and leaves a flood's
 middle out. The direct channel has no such limit; what bounds it is the
-page: xterm.js parses ~10-30 MB/s, and output it has not taken yet would
-pile up in the socket, the server and the browser. So the view says how far
+page, whose terminal parses output more slowly than `yes` prints it, and
+output it has not taken yet would pile up in the socket, the server and the
+browser. So the view says how far
 it has written (`ack`), and the kernel keeps at most `WINDOW` bytes sent and
 not yet acknowledged. What waits beyond it stays here, in a queue that never
 blocks the loop or pauses the program; past `VIEW_BACKLOG` its oldest bytes

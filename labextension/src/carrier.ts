@@ -1,7 +1,7 @@
 /**
  * How a terminal talks to one session, whatever carries the messages: the
- * kernel comm (terminal tabs) or a widget's custom messages (the live view).
- * No DOM and no Lumino, so the live view's bundle stays small and this is
+ * kernel comm (terminal tabs), a widget's custom messages (the live view),
+ * or the direct channel (direct.ts) in front of either. No DOM and no Lumino, so the live view's bundle stays small and this is
  * tested under plain node.
  */
 
@@ -12,6 +12,12 @@ export interface CarrierListener {
   received(msg: KernelMessage): void;
   /** Nothing more will arrive; `reason` is for the user. */
   closed(reason: string): void;
+  /**
+   * The carrier reaches the kernel over a new connection, which knows
+   * nothing of this view: attach again. What the view has shown stays; the
+   * gap rule drops what the replay repeats.
+   */
+  restarted?(): void;
 }
 
 export interface Carrier {
@@ -19,6 +25,12 @@ export interface Carrier {
   send(msg: FrontEndMessage): void;
   /** Deliver to `listener` until the returned function is called. */
   listen(listener: CarrierListener): () => void;
+  /**
+   * The view has written the session's output up to offset `end` into its
+   * terminal (`drained`: nothing more is queued there). Only a carrier with
+   * flow control (the direct channel) needs to hear it.
+   */
+  written?(end: number, drained: boolean): void;
 }
 
 /**
@@ -45,6 +57,15 @@ export abstract class CarrierBase implements Carrier {
   protected deliver(msg: KernelMessage): void {
     for (const listener of [...this._listeners]) {
       listener.received(msg);
+    }
+  }
+
+  protected restart(): void {
+    if (this._closedReason !== null) {
+      return;
+    }
+    for (const listener of [...this._listeners]) {
+      listener.restarted?.();
     }
   }
 

@@ -42,6 +42,8 @@ export interface HelloMessage extends EventRequestId {
   type: 'hello';
   protocol_version: number;
   limits: Limits;
+  /** `"direct"` on the direct channel (docs/protocol.md, "Direct channel"). */
+  carrier?: string;
 }
 
 export interface OutputMessage {
@@ -134,7 +136,11 @@ export interface DataMessage {
   session_id: SessionId;
   offset: number;
   end: number;
-  data: string;
+  /**
+   * The text; from the direct channel's binary frames, its UTF-8 bytes as
+   * they came (xterm.js decodes them itself).
+   */
+  data: string | Uint8Array;
   /** Bytes the kernel chose not to send just before this event. */
   skipped: number;
 }

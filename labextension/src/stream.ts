@@ -9,13 +9,19 @@ import { exitNotice, skipNotice } from './format';
 import type { AttachedMessage, KernelMessage, RequestId } from './protocol';
 
 export type StreamAction =
-  /** Append `text` to the terminal. */
-  | { kind: 'write'; text: string }
+  /** Append `text`, then `bytes` (UTF-8, from the direct channel) if any. */
+  | { kind: 'write'; text: string; bytes?: Uint8Array }
   /**
    * The view's own `attached` arrived: write `text`, then the view is live.
    * The replay that follows was written in a terminal of `rows` x `cols`.
    */
   | { kind: 'attached'; text: string; alive: boolean; rows: number; cols: number }
+  /**
+   * The answer to a `resume`'s attach: write `text` (a skip notice, if the
+   * kernel no longer keeps all that was missed); the view is live again and
+   * keeps what it showed.
+   */
+  | { kind: 'resumed'; text: string; alive: boolean }
   /** A message was lost: clear the terminal, then `begin` and `attach` again. */
   | { kind: 'reattach' };
 
@@ -30,6 +36,23 @@ export class SessionStream {
     this._alive = false;
     this._exited = false;
     this._atLineStart = true;
+    this._resuming = false;
+    this._shown = false;
+  }
+
+  /**
+   * Attach again, keeping what is shown: the carrier reconnected (or fell
+   * back). The replay's bytes up to `end` are dropped, the rest shown. A
+   * stream that never got its `attached` just begins again.
+   */
+  resume(requestId: RequestId): void {
+    if (!this._shown) {
+      this.begin(requestId);
+      return;
+    }
+    this._state = 'attaching';
+    this._requestId = requestId;
+    this._resuming = true;
   }
 
   /** Where the next accepted `data` event must start (UTF-8 bytes). */
@@ -69,8 +92,16 @@ export class SessionStream {
       return null;
     }
     this._state = 'attached';
-    this._end = offset;
     this._alive = alive;
+    if (this._resuming) {
+      this._resuming = false;
+      // What the kernel dropped while the view was away is a hole too.
+      const lost = offset - this._end;
+      this._end = Math.max(this._end, offset);
+      return { kind: 'resumed', text: lost > 0 ? this._notice(skipNotice(lost)) : '', alive };
+    }
+    this._shown = true;
+    this._end = offset;
     // Older output the kernel no longer keeps is a hole like any other skip.
     const text = offset > 0 ? this._notice(skipNotice(offset)) : '';
     return { kind: 'attached', text, alive, rows, cols };
@@ -81,7 +112,7 @@ export class SessionStream {
     offset: number,
     end: number,
     skipped: number,
-    data: string
+    data: string | Uint8Array
   ): StreamAction | null {
     // Live output before our `attached` is covered by the replay that follows
     // it; replays answer other views' `attach`.
@@ -94,16 +125,26 @@ export class SessionStream {
     if (end <= this._end) {
       return null;
     }
-    if (offset - skipped !== this._end) {
+    if (offset - skipped > this._end) {
       this._state = 'idle';
       return { kind: 'reattach' };
     }
-    const notice = skipped > 0 ? this._notice(skipNotice(skipped)) : '';
+    // It starts at or before `end`: after a resume, a replay overlaps what
+    // is shown; only its new part is written.
+    const hidden = Math.max(0, offset - this._end);
+    const fresh = this._end > offset ? dropBytes(data, this._end - offset) : data;
+    const notice = hidden > 0 ? this._notice(skipNotice(hidden)) : '';
     this._end = end;
-    if (data.length > 0) {
-      this._atLineStart = data.endsWith('\n');
+    if (typeof fresh === 'string') {
+      if (fresh.length > 0) {
+        this._atLineStart = fresh.endsWith('\n');
+      }
+      return { kind: 'write', text: notice + fresh };
     }
-    return { kind: 'write', text: notice + data };
+    if (fresh.length > 0) {
+      this._atLineStart = fresh[fresh.length - 1] === 0x0a;
+    }
+    return { kind: 'write', text: notice, bytes: fresh };
   }
 
   private _onExited(exitCode: number | null, closed: boolean): StreamAction | null {
@@ -124,6 +165,10 @@ export class SessionStream {
       return null;
     }
     this._state = 'idle';
+    if (this._resuming && this._exited) {
+      // The session ended, the view said so, and the kernel forgot it.
+      return null;
+    }
     return { kind: 'write', text: this._notice(`[cannot attach: ${error}: ${message}]`) };
   }
 
@@ -140,4 +185,18 @@ export class SessionStream {
   private _alive = false;
   private _exited = false;
   private _atLineStart = true;
+  private _resuming = false;
+  /** An `attached` of this attachment's `begin` arrived: there is something to keep. */
+  private _shown = false;
+}
+
+const utf8 = new TextEncoder();
+const text = new TextDecoder();
+
+/** `data` without its first `count` UTF-8 bytes. */
+function dropBytes(data: string | Uint8Array, count: number): string | Uint8Array {
+  if (typeof data !== 'string') {
+    return data.subarray(count);
+  }
+  return text.decode(utf8.encode(data).subarray(count));
 }

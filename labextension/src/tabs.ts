@@ -14,6 +14,7 @@ import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { CarrierBase } from './carrier';
 import { SessionsConnection, type SessionCarrier } from './connection';
+import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
 import type { FrontEndMessage } from './protocol';
 import { sessionsIcon } from './icons';
 import { SessionTerminal } from './terminal';
@@ -38,15 +39,22 @@ export function isTabArgs(args: ReadonlyPartialJSONObject): args is TabArgs {
 const NOTEBOOKS_READY_MS = 30_000;
 
 /**
- * A tab's carrier: the comm's carrier for the session once the tab knows
- * its kernel. A restored tab exists before that; what it sends waits.
+ * A tab's carrier: the session over the direct channel, else the comm's
+ * carrier for it, once the tab knows its kernel. A restored tab exists
+ * before that; what it sends waits.
  */
 class TabCarrier extends CarrierBase {
-  bind(carrier: SessionCarrier): void {
+  bind(comm: SessionCarrier): void {
+    const kernel = comm.connection.kernel;
+    const { wsUrl, token } = kernel.serverSettings;
+    const url = directUrl(kernel.id, { wsUrl, token, pageUrl: location.href });
+    const carrier = new DirectFirstCarrier(new DirectCarrier({ url, sessionId: comm.sessionId }), comm);
+    this._connection = comm.connection;
     this._carrier = carrier;
     carrier.listen({
       received: msg => this.deliver(msg),
-      closed: reason => this.close(reason)
+      closed: reason => this.close(reason),
+      restarted: () => this.restart()
     });
     for (const msg of this._queue.splice(0)) {
       carrier.send(msg);
@@ -66,8 +74,12 @@ class TabCarrier extends CarrierBase {
     }
   }
 
+  written(end: number, drained: boolean): void {
+    this._carrier?.written(end, drained);
+  }
+
   get connection(): SessionsConnection | null {
-    return this._carrier?.connection ?? null;
+    return this._connection;
   }
 
   dispose(): void {
@@ -75,7 +87,8 @@ class TabCarrier extends CarrierBase {
     this._queue = [];
   }
 
-  private _carrier: SessionCarrier | null = null;
+  private _carrier: DirectFirstCarrier | null = null;
+  private _connection: SessionsConnection | null = null;
   private _queue: FrontEndMessage[] = [];
 }
 

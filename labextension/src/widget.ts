@@ -3,11 +3,13 @@
  * anywidget module. anywidget's own front end loads it in JupyterLab,
  * Notebook 7, Voilà, VS Code, Colab or marimo, so no extension of ours is
  * needed; the bundle (xterm.js included) ships inside the Python package.
- * The carrier is the widget's custom messages, which keep flowing after the
- * cell that displayed it has finished.
+ * The carrier is the direct channel where the page's server has our
+ * extension (direct.ts), else the widget's custom messages, which keep
+ * flowing after the cell that displayed it has finished.
  */
 
 import { CarrierBase } from './carrier';
+import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
 import { viewState } from './format';
 import { asKernelMessage, type FrontEndMessage } from './protocol';
 import { renderPlayer } from './player';
@@ -20,6 +22,8 @@ interface Traits {
   alive: boolean;
   exit_code: number | null;
   closed: boolean;
+  /** The kernel's id, for the direct channel; empty (or absent, from an older kernel) when unknown. */
+  kernel_id?: string;
 }
 
 type Callback = (...args: any[]) => void;
@@ -69,6 +73,29 @@ class WidgetCarrier extends CarrierBase {
   private readonly _onGone = (): void => {
     this.close('disconnected from the kernel');
   };
+}
+
+/**
+ * The direct channel's URL, from the page's `jupyter-config-data` (Lab,
+ * Notebook 7, Voilà); null where there is none (VS Code, Colab) or the
+ * kernel's id is unknown: those use the widget's messages.
+ */
+function pageDirectUrl(kernelId: string | undefined): string | null {
+  const config = document.getElementById('jupyter-config-data')?.textContent;
+  if (!kernelId || !config) {
+    return null;
+  }
+  try {
+    const { baseUrl, wsUrl, token } = JSON.parse(config) as Record<string, unknown>;
+    return directUrl(kernelId, {
+      baseUrl: typeof baseUrl === 'string' ? baseUrl : undefined,
+      wsUrl: typeof wsUrl === 'string' ? wsUrl : undefined,
+      token: typeof token === 'string' ? token : undefined,
+      pageUrl: location.href
+    });
+  } catch {
+    return null;
+  }
 }
 
 const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code', 'change:closed'];
@@ -122,7 +149,12 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   const state = header.appendChild(document.createElement('span'));
   state.className = 'uexec-widget-state';
 
-  const carrier = new WidgetCarrier(model);
+  const sessionId = model.get('session_id');
+  const url = pageDirectUrl(model.get('kernel_id'));
+  const carrier = new DirectFirstCarrier(
+    url ? new DirectCarrier({ url, sessionId }) : null,
+    new WidgetCarrier(model)
+  );
   const update = (): void => {
     title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
     title.title = title.textContent;
@@ -140,7 +172,6 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   }
   update();
 
-  const sessionId = model.get('session_id');
   const terminal = new SessionTerminal({ carrier, sessionId });
   el.appendChild(terminal.node);
   const views = shownBySession.get(sessionId) ?? new Set<Shown>();

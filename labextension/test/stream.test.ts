@@ -47,7 +47,7 @@ function run(...msgs: KernelMessage[]): { stream: SessionStream; actions: (Strea
 
 function written(actions: (StreamAction | null)[]): string {
   return actions
-    .map(a => (a && a.kind !== 'reattach' ? a.text : ''))
+    .map(a => (a && a.kind !== 'reattach' ? a.text + (a.kind === 'write' && a.bytes ? new TextDecoder().decode(a.bytes) : '') : ''))
     .join('');
 }
 
@@ -187,6 +187,68 @@ describe('SessionStream', () => {
     assert.equal(actions[0], null);
     assert.ok(written(actions).includes('[cannot attach: UnknownSessionId: no session 7]'));
     assert.equal(stream.live, false);
+  });
+
+  test('writes bytes from the direct channel as bytes, after any skip notice', () => {
+    const bytes = new TextEncoder().encode('y\r\n');
+    const { stream, actions } = run(attached(), {
+      type: 'data',
+      request_id: null,
+      session_id: 0,
+      offset: 10,
+      end: 13,
+      skipped: 10,
+      data: bytes
+    });
+    assert.equal(actions[1]?.kind, 'write');
+    const action = actions[1] as { text: string; bytes?: Uint8Array };
+    assert.equal(action.text, '\x1b[2m[… 10 bytes skipped …]\x1b[22m\r\n');
+    assert.deepEqual(action.bytes, bytes);
+    assert.equal(stream.end, 13);
+  });
+
+  test('a resume keeps what is shown and writes only what the replay adds', () => {
+    const { stream, actions } = run(attached(), data(0, 'ab'), data(2, 'cé'));
+    stream.resume('me-2');
+    assert.equal(stream.live, false);
+    const more = [
+      data(5, 'late'), // live, before the new attached: the replay covers it
+      attached(0, 'me-2'),
+      data(0, 'abc', 'me-2'), // all shown
+      data(3, 'éfg', 'me-2'), // "é" shown, "fg" new
+      data(7, 'h')
+    ].map(m => stream.handle(m));
+    assert.deepEqual(more[1], { kind: 'resumed', text: '', alive: true });
+    assert.equal(written([...actions, ...more]), 'abcéfgh');
+    assert.equal(stream.end, 8);
+    assert.ok(stream.live);
+  });
+
+  test('a resume that finds older output gone says how much', () => {
+    const { stream } = run(attached(), data(0, 'abc'));
+    stream.resume('me-2');
+    const resumed = stream.handle(attached(2000, 'me-2'));
+    assert.equal(resumed?.kind, 'resumed');
+    assert.equal((resumed as { text: string }).text, '\r\n\x1b[2m[… 2.0 kB skipped …]\x1b[22m\r\n');
+    assert.deepEqual(stream.handle(data(2000, 'x', 'me-2')), { kind: 'write', text: 'x' });
+  });
+
+  test('a resume shows the exit once, and a forgotten exited session needs no words', () => {
+    const exited: KernelMessage = { type: 'exited', session_id: 0, exit_code: 0 };
+    const { stream, actions } = run(attached(), data(0, 'bye\r\n'), exited);
+    stream.resume('me-2');
+    const again = [attached(0, 'me-2', false), data(0, 'bye\r\n', 'me-2'), exited].map(m => stream.handle(m));
+    assert.equal(written([...actions, ...again]), 'bye\r\n\x1b[2m[exited with code 0]\x1b[22m\r\n');
+    stream.resume('me-3');
+    assert.equal(stream.handle({ type: 'error', request_id: 'me-3', error: 'UnknownSessionId', message: 'gone' }), null);
+  });
+
+  test('a resume before the first attached is a fresh begin', () => {
+    const stream = new SessionStream();
+    stream.begin(ME);
+    stream.resume('me-2');
+    assert.equal(stream.handle(attached(0, ME)), null);
+    assert.equal(stream.handle(attached(0, 'me-2'))?.kind, 'attached');
   });
 
   test('ignores messages that are not about the stream', () => {

@@ -1,0 +1,418 @@
+/**
+ * The live view's direct channel (issue 18, /work/tools/DIRECT_SPEC.md,
+ * docs/protocol.md "Direct channel"): one websocket per view, relayed by our
+ * server extension to a Unix socket of the kernel, so a keystroke is no
+ * kernel message (no `busy`/`idle` around it) and output comes as bytes.
+ * `DirectFirstCarrier` uses it while it works and the widget's or the comm's
+ * carrier otherwise, silently. No DOM and no Lumino, so the live view's
+ * bundle stays small and this is tested under plain node.
+ */
+
+import { CarrierBase, type Carrier } from './carrier';
+import {
+  asKernelMessage,
+  PROTOCOL_VERSION,
+  type DataMessage,
+  type FrontEndMessage,
+  type KernelMessage
+} from './protocol';
+
+/** An open attempt that has not heard `hello` by then uses the fallback. */
+export const HELLO_TIMEOUT_MS = 2000;
+
+/** Waits before each reconnect after a drop; then the view falls back. */
+export const RECONNECT_DELAYS_MS: readonly number[] = [250, 500, 1000];
+
+/** Written but unacknowledged bytes that make the view acknowledge at once. */
+export const ACK_BYTES = 64 * 1024;
+
+/** Kind bytes of binary websocket messages: output (`B`) and keystrokes (`I`). */
+export const KIND_OUTPUT = 0x42;
+export const KIND_INPUT = 0x49;
+
+/** kind + session_id u32 + offset u64 + skipped u64. */
+const OUTPUT_HEADER = 1 + 4 + 8 + 8;
+const INPUT_HEADER = 1 + 4;
+const U32 = 2 ** 32;
+
+/** What the page's config says about where the server is (`PageConfig`'s options). */
+export interface ServerLocation {
+  /** The server's base URL (`baseUrl`), absolute or relative to `pageUrl`. */
+  baseUrl?: string;
+  /** The websocket base (`wsUrl`) when the page names one. */
+  wsUrl?: string;
+  token?: string;
+  /** The page's own URL: what relative URLs resolve against. */
+  pageUrl: string;
+}
+
+/** `{ws base}uexec/kernels/{id}/channel`, with the token when the page has one. */
+export function directUrl(kernelId: string, where: ServerLocation): string {
+  const base = new URL(where.wsUrl || where.baseUrl || '/', where.pageUrl);
+  base.protocol = base.protocol === 'https:' || base.protocol === 'wss:' ? 'wss:' : 'ws:';
+  if (!base.pathname.endsWith('/')) {
+    base.pathname += '/';
+  }
+  base.search = '';
+  base.hash = '';
+  const url = new URL(`uexec/kernels/${encodeURIComponent(kernelId)}/channel`, base);
+  if (where.token) {
+    url.searchParams.set('token', where.token);
+  }
+  return url.href;
+}
+
+const encoder = new TextEncoder();
+
+/** An `I` message: the keys for one session, as UTF-8. */
+export function encodeInput(sessionId: number, keys: string): Uint8Array {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit.
+  const frame = new Uint8Array(INPUT_HEADER + keys.length * 3);
+  frame[0] = KIND_INPUT;
+  new DataView(frame.buffer).setUint32(1, sessionId);
+  const { written } = encoder.encodeInto(keys, frame.subarray(INPUT_HEADER));
+  return frame.subarray(0, INPUT_HEADER + written);
+}
+
+/**
+ * A `B` message as the `data` event it stands for, its text left as UTF-8
+ * bytes (xterm.js takes them as they are); null for anything else.
+ */
+export function decodeOutput(message: ArrayBuffer): DataMessage | null {
+  if (message.byteLength < OUTPUT_HEADER) {
+    return null;
+  }
+  const view = new DataView(message);
+  if (view.getUint8(0) !== KIND_OUTPUT) {
+    return null;
+  }
+  const offset = view.getUint32(5) * U32 + view.getUint32(9);
+  const skipped = view.getUint32(13) * U32 + view.getUint32(17);
+  const data = new Uint8Array(message, OUTPUT_HEADER);
+  return {
+    type: 'data',
+    // Each view has a connection of its own: every replay on it is its own.
+    request_id: null,
+    session_id: view.getUint32(1),
+    offset,
+    end: offset + data.byteLength,
+    skipped,
+    data
+  };
+}
+
+/** The part of the browser's `WebSocket` this uses: a test hands in a fake. */
+export interface SocketLike {
+  binaryType: string;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason?: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+  send(data: string | ArrayBufferView | ArrayBuffer): void;
+  close(code?: number, reason?: string): void;
+}
+
+export type SocketFactory = (url: string) => SocketLike;
+
+const browserSocket: SocketFactory = url => new WebSocket(url) as unknown as SocketLike;
+
+export namespace DirectCarrier {
+  export interface IOptions {
+    url: string;
+    sessionId: number;
+    /** Defaults to the browser's WebSocket. */
+    socket?: SocketFactory;
+  }
+}
+
+type DirectState =
+  /** The first attempt, before `hello`. */
+  | 'connecting'
+  | 'open'
+  /** An established channel dropped: trying again. */
+  | 'reconnecting'
+  | 'closed';
+
+/**
+ * One session over the direct channel. It delivers each connection's
+ * `hello` (how its user learns the channel is up, again after a
+ * reconnect), and closes when the first attempt fails or reconnecting
+ * after a drop does: its user then falls back.
+ */
+export class DirectCarrier extends CarrierBase {
+  constructor(options: DirectCarrier.IOptions) {
+    super();
+    this._url = options.url;
+    this._sessionId = options.sessionId;
+    this._socketFactory = options.socket ?? browserSocket;
+    this._connect();
+  }
+
+  /** `hello` has arrived on the current connection: sends go out. */
+  get isOpen(): boolean {
+    return this._state === 'open';
+  }
+
+  send(msg: FrontEndMessage): void {
+    if (this._state !== 'open' || !this._socket) {
+      return;
+    }
+    if (msg.type === 'input' && msg.request_id === undefined) {
+      this._socket.send(encodeInput(this._sessionId, msg.data));
+    } else {
+      this._socket.send(JSON.stringify({ ...msg, session_id: this._sessionId }));
+    }
+  }
+
+  /**
+   * The view has written the session's output up to `end` into its
+   * terminal; `drained`: nothing more waits there. Acknowledges per the
+   * flow control rule, so the kernel sends on.
+   */
+  written(end: number, drained: boolean): void {
+    if (this._state !== 'open' || !this._socket || end <= this._acked) {
+      return;
+    }
+    if (drained || end - this._acked >= ACK_BYTES) {
+      this._acked = end;
+      this._socket.send(JSON.stringify({ type: 'ack', session_id: this._sessionId, end }));
+    }
+  }
+
+  dispose(): void {
+    this._stop('disposed');
+  }
+
+  private _connect(): void {
+    let socket: SocketLike;
+    try {
+      socket = this._socketFactory(this._url);
+    } catch {
+      // A URL the browser will not open (a page config it cannot use).
+      this._attemptFailed();
+      return;
+    }
+    this._socket = socket;
+    this._acked = 0;
+    socket.binaryType = 'arraybuffer';
+    socket.onmessage = event => this._onMessage(event.data);
+    socket.onclose = () => this._onDrop(socket);
+    socket.onerror = () => undefined; // a close follows
+    this._helloTimer = setTimeout(() => this._onDrop(socket), HELLO_TIMEOUT_MS);
+  }
+
+  private _onMessage(payload: unknown): void {
+    if (payload instanceof ArrayBuffer) {
+      const msg = decodeOutput(payload);
+      if (msg && this._state === 'open') {
+        this.deliver(msg);
+      }
+      return;
+    }
+    if (typeof payload !== 'string') {
+      return;
+    }
+    let msg: KernelMessage | null;
+    try {
+      msg = asKernelMessage(JSON.parse(payload));
+    } catch {
+      return;
+    }
+    if (!msg) {
+      return;
+    }
+    if (msg.type === 'hello') {
+      clearTimeout(this._helloTimer);
+      if (msg.protocol_version !== PROTOCOL_VERSION) {
+        this._stop(`the direct channel speaks uexec protocol v${msg.protocol_version}`);
+        return;
+      }
+      this._state = 'open';
+      this._attempt = 0;
+    }
+    if (this._state === 'open') {
+      this.deliver(msg);
+    }
+  }
+
+  /** The socket closed, failed, or never said `hello`. */
+  private _onDrop(socket: SocketLike): void {
+    if (socket !== this._socket) {
+      return;
+    }
+    this._forget(socket);
+    this._attemptFailed();
+  }
+
+  private _attemptFailed(): void {
+    if (this._state === 'connecting') {
+      this._stop('no direct channel');
+      return;
+    }
+    this._state = 'reconnecting';
+    if (this._attempt >= RECONNECT_DELAYS_MS.length) {
+      this._stop('the direct channel was lost');
+      return;
+    }
+    this._retryTimer = setTimeout(() => this._connect(), RECONNECT_DELAYS_MS[this._attempt++]);
+  }
+
+  private _forget(socket: SocketLike): void {
+    clearTimeout(this._helloTimer);
+    socket.onmessage = socket.onclose = socket.onerror = null;
+    this._socket = null;
+    try {
+      socket.close();
+    } catch {
+      // Closing a socket that never opened may throw in some browsers.
+    }
+  }
+
+  private _stop(reason: string): void {
+    if (this._state === 'closed') {
+      return;
+    }
+    this._state = 'closed';
+    clearTimeout(this._retryTimer);
+    if (this._socket) {
+      this._forget(this._socket);
+    }
+    this.close(reason);
+  }
+
+  private readonly _url: string;
+  private readonly _sessionId: number;
+  private readonly _socketFactory: SocketFactory;
+  private _socket: SocketLike | null = null;
+  private _state: DirectState = 'connecting';
+  private _attempt = 0;
+  private _acked = 0;
+  private _helloTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private _retryTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+}
+
+/** A carrier that can be let go of (the widget's, the comm's). */
+export type FallbackCarrier = Carrier & { dispose?(): void };
+
+/** How sure the choice is: waiting for the direct channel, or made. */
+type Choice = 'deciding' | 'direct' | 'fallback';
+
+/**
+ * The direct channel while it works, the fallback otherwise. Until the
+ * direct channel says `hello` (or fails) what the view sends waits here;
+ * while it reconnects, keys wait too. When it is lost for good the view
+ * is told to attach again (`restarted`), now over the fallback; its gap
+ * rule drops what it has already shown. The fallback closing (a kernel
+ * restart, the widget closed) closes this too.
+ */
+export class DirectFirstCarrier extends CarrierBase {
+  constructor(direct: DirectCarrier | null, fallback: FallbackCarrier) {
+    super();
+    this._direct = direct;
+    this._fallback = fallback;
+    this._stopFallback = fallback.listen({
+      received: msg => {
+        if (this._choice === 'fallback') {
+          this.deliver(msg);
+        }
+      },
+      closed: reason => this._close(reason)
+    });
+    if (direct) {
+      this._stopDirect = direct.listen({
+        received: msg => this._fromDirect(msg),
+        closed: reason => this._onDirectLost(reason)
+      });
+    } else {
+      this._choice = 'fallback';
+    }
+  }
+
+  /** Which carrier is in use (`deciding` while the direct channel is tried). */
+  get choice(): Choice {
+    return this._choice;
+  }
+
+  send(msg: FrontEndMessage): void {
+    if (this.isClosed) {
+      return;
+    }
+    if (this._choice === 'fallback') {
+      this._fallback.send(msg);
+    } else if (this._direct?.isOpen) {
+      this._direct.send(msg);
+    } else if (this._queue.length < QUEUE_MAX) {
+      this._queue.push(msg);
+    }
+  }
+
+  written(end: number, drained: boolean): void {
+    if (this._choice === 'direct') {
+      this._direct?.written(end, drained);
+    }
+  }
+
+  dispose(): void {
+    this._queue = [];
+    this._stopDirect();
+    this._stopFallback();
+    this._direct?.dispose();
+    this._fallback.dispose?.();
+  }
+
+  private _fromDirect(msg: KernelMessage): void {
+    if (msg.type !== 'hello') {
+      if (this._choice === 'direct') {
+        this.deliver(msg);
+      }
+      return;
+    }
+    if (this._choice === 'deciding') {
+      this._choice = 'direct';
+      this._flush(false);
+    } else if (this._choice === 'direct') {
+      // Reconnected: a new connection has no attachment until the view asks.
+      this._flush(true);
+      this.restart();
+    }
+  }
+
+  private _onDirectLost(reason: string): void {
+    if (this._choice === 'fallback' || this.isClosed) {
+      return;
+    }
+    const established = this._choice === 'direct';
+    this._choice = 'fallback';
+    console.debug(`uexec: ${reason}; using the kernel's messages instead`);
+    this._flush(established);
+    if (established) {
+      this.restart();
+    }
+  }
+
+  /** Send what waited to the carrier now chosen; an attach is left to `restarted`. */
+  private _flush(dropAttach: boolean): void {
+    for (const msg of this._queue.splice(0)) {
+      if (!(dropAttach && msg.type === 'attach')) {
+        this.send(msg);
+      }
+    }
+  }
+
+  private _close(reason: string): void {
+    this._queue = [];
+    this.close(reason);
+    this._stopDirect();
+    this._direct?.dispose();
+  }
+
+  private readonly _direct: DirectCarrier | null;
+  private readonly _fallback: FallbackCarrier;
+  private readonly _stopFallback: () => void;
+  private _stopDirect: () => void = () => undefined;
+  private _choice: Choice = 'deciding';
+  private _queue: FrontEndMessage[] = [];
+}
+
+/** Keys typed while the channel reconnects wait; past this, they are dropped. */
+const QUEUE_MAX = 1000;

@@ -175,8 +175,9 @@ export function renderPlayer({ model, el }: { model: WidgetModel; el: HTMLElemen
   const onAnswer = (content: any, buffers: unknown[] = []): void => {
     if (content?.type === 'recording' && buffers.length) {
       events = JSON.parse(new TextDecoder().decode(asBytes(buffers[0]))) as PlayerEvent[];
+      // Open on the last screen, as the saved notebook shows it: play starts over.
+      seekTo(events.length, duration());
       el.dataset.loaded = 'true';
-      showState();
     } else if (content?.type === 'error') {
       clock.textContent = String(content.message ?? 'the recording could not be loaded');
     }

@@ -69,6 +69,10 @@ def test_a_shells_replay_has_a_chapter_per_command_and_seeks_to_the_screen_it_sh
     wait_output(expected_cell, r"\{\"chapters\"", timeout=30)
     expected = json.loads(expected_cell.locator(".jp-OutputArea-output").inner_text())
 
+    # It opens on the last screen, as the saved notebook shows it; play starts over.
+    wait_until(lambda: rows_of(player) == expected["end"], 10, "the last screen on opening")
+    assert player.locator(".uexec-player-play").inner_text() == "↻ replay"
+
     for number in (4, 1, 3):  # out of order: each seek starts over from a blank terminal
         chapters.nth(number - 1).click()
         wait_until(lambda: rows_of(player) == expected["chapters"][number - 1], 10, f"chapter {number}'s screen")

@@ -115,8 +115,12 @@ def test_run_all_ends_with_a_live_terminal_that_answers_and_comes_back_after_a_r
     widget, terminal = live_terminal(cells)
     terminal.wait_for(timeout=60_000)
     # The page opens at the top; a terminal opens once it is in view with a size, as a reader scrolls to it.
-    cells.last.scroll_into_view_if_needed()
-    wait_for_lines(terminal, lambda lines: "typed-by-42" in lines, 30, "the history replayed after the reload")
+    # The views above it grow as they render (the replay's player), so it is brought into view until it shows.
+    def in_view_with(lines) -> bool:
+        terminal.scroll_into_view_if_needed()
+        return "typed-by-42" in lines
+
+    wait_for_lines(terminal, in_view_with, 30, "the history replayed after the reload")
     type_line(page, terminal, "echo after-reload-$((50+5))")
     wait_for_lines(terminal, lambda lines: "after-reload-55" in lines, 15, "typed input after the reload")
     screenshot(cells.last, "tour-reloaded.png")

@@ -9,10 +9,11 @@
  * without its kernel), the view shows the terminal's last screen that the
  * kernel keeps in `screen_html`.
  *
- * Bundled alone and kept small: it imports only buffers.ts.
+ * Bundled alone and kept small: it imports only buffers.ts and requests.ts.
  */
 
 import { asBytes } from './buffers';
+import { SharedRequests } from './requests';
 
 interface Model {
   get(name: string): unknown;
@@ -37,46 +38,42 @@ interface View {
 type TerminalModule = Record<string, View | undefined> & { default: View };
 
 const STYLE_ID = 'uexec-terminal-styles';
-/** Modules loaded in this page, by the hash the kernel gave them. */
-const KEY = '__uexecTerminalModules';
+/** The page's requests for the module, by the hash the kernel gave it (one page may hold several loaders). */
+const KEY = '__uexecTerminalModuleRequests';
 
-function modules(): Map<string, Promise<TerminalModule>> {
-  const scope = globalThis as unknown as Record<string, Map<string, Promise<TerminalModule>>>;
-  return (scope[KEY] ??= new Map());
+function requests(): SharedRequests<TerminalModule> {
+  const scope = globalThis as unknown as Record<string, SharedRequests<TerminalModule>>;
+  return (scope[KEY] ??= new SharedRequests<TerminalModule>());
 }
 
-/** The module, asked of the kernel once per page and hash; never settles while no kernel answers. */
+/** The module: asked of the kernel through this widget too until one answers; never settles while none does. */
 function load(model: Model): Promise<TerminalModule> {
-  const hash = String(model.get('frontend_hash') ?? '');
-  const loaded = modules();
-  let module = loaded.get(hash);
-  if (module === undefined) {
-    module = new Promise<TerminalModule>((resolve, reject) => {
-      const answer = (content: any, buffers: unknown[] = []): void => {
-        if (content?.type !== 'module' && content?.type !== 'error') {
-          return;
-        }
-        model.off('msg:custom', answer);
-        if (content.type === 'error' || buffers.length < 2) {
-          reject(new Error(String(content.message ?? 'no module')));
-          return;
-        }
-        const decoder = new TextDecoder();
-        if (!document.getElementById(STYLE_ID)) {
-          const style = document.head.appendChild(document.createElement('style'));
-          style.id = STYLE_ID;
-          style.textContent = decoder.decode(asBytes(buffers[1]));
-        }
-        const url = URL.createObjectURL(new Blob([asBytes(buffers[0]) as BlobPart], { type: 'text/javascript' }));
-        import(/* webpackIgnore: true */ /* @vite-ignore */ url).then(resolve, reject).finally(() => URL.revokeObjectURL(url));
-      };
-      model.on('msg:custom', answer);
+  return requests().request(String(model.get('frontend_hash') ?? ''), settle => {
+    const answer = (content: any, buffers: unknown[] = []): void => {
+      if (content?.type === 'module' && buffers.length >= 2) {
+        settle(importModule(buffers[0], buffers[1]));
+      } else if (content?.type === 'module' || content?.type === 'error') {
+        settle(Promise.reject(new Error(String(content.message ?? 'no module'))));
+      }
+    };
+    model.on('msg:custom', answer);
+    try {
       model.send({ type: 'module' });
-    });
-    module.catch(() => loaded.delete(hash)); // the next view asks again
-    loaded.set(hash, module);
+    } catch (error) {
+      settle(Promise.reject(error as Error));
+    }
+    return () => model.off('msg:custom', answer);
+  });
+}
+
+function importModule(script: unknown, styles: unknown): Promise<TerminalModule> {
+  if (!document.getElementById(STYLE_ID)) {
+    const style = document.head.appendChild(document.createElement('style'));
+    style.id = STYLE_ID;
+    style.textContent = new TextDecoder().decode(asBytes(styles));
   }
-  return module;
+  const url = URL.createObjectURL(new Blob([asBytes(script) as BlobPart], { type: 'text/javascript' }));
+  return import(/* webpackIgnore: true */ /* @vite-ignore */ url).finally(() => URL.revokeObjectURL(url));
 }
 
 function showLastScreen(model: Model, el: HTMLElement, note: string): void {

@@ -97,14 +97,6 @@ export function renderPlayer({ model, el }: { model: WidgetModel; el: HTMLElemen
     term.write(text);
   };
 
-  /** While playing, time only moves on: the next events to write start at `next`. */
-  const indexAt = (time: number): number => {
-    let index = next;
-    while (index < events.length && events[index][0] <= time) {
-      index++;
-    }
-    return index;
-  };
 
   /** Start over from a blank terminal and write what comes before `index`. */
   const seekTo = (index: number, time: number): void => {
@@ -122,7 +114,7 @@ export function renderPlayer({ model, el }: { model: WidgetModel; el: HTMLElemen
     }
     position += ((now - lastTick) / 1000) * Number(speed.value);
     lastTick = now;
-    writeUpTo(indexAt(position));
+    writeUpTo(indexAtTime(events, position, next)); // time only moves on while playing
     if (next >= events.length) {
       playing = false;
       position = duration();
@@ -205,8 +197,9 @@ export function renderPlayer({ model, el }: { model: WidgetModel; el: HTMLElemen
   };
 }
 
-function indexAtTime(events: PlayerEvent[], time: number): number {
-  let index = 0;
+/** The first event after `time`, looking from `from` on. */
+function indexAtTime(events: PlayerEvent[], time: number, from = 0): number {
+  let index = from;
   while (index < events.length && events[index][0] <= time) {
     index++;
   }

@@ -130,7 +130,7 @@ def _direct_channel(settings: UnifiedExec, manager: UnifiedExecSessionManager, b
     connection_file = kernel_connection_file()
     if not settings.direct_channel or connection_file is None:
         return None, ""
-    channel = DirectSocket(connection_file, socket_names, lambda on_lost: DirectConnection(manager, on_lost))
+    channel = DirectSocket(connection_file, socket_names, lambda on_lost: DirectConnection(manager, on_lost, hold_s=settings.live_view_hold_s))
     bridge.engine.add_service(channel)
     return channel, kernel_id_of(connection_file)
 

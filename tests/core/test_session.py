@@ -5,6 +5,8 @@ import signal
 
 import pytest
 
+from unified_exec_kernel.core.session import EXIT_GRACE_S
+
 from ..conftest import session_processes, wait_gone
 from .helpers import Reader, spawn
 
@@ -136,3 +138,22 @@ async def test_close_ends_jobs_of_an_interactive_shell():
     assert len(session_processes(session.pid)) == 3
     await session.close()
     assert session_processes(session.pid) == []
+
+
+async def test_a_program_that_exits_while_held_loses_nothing():
+    session = spawn(["bash", "-c", "read x; printf 'last words %.0s' $(seq 1 100); echo"])
+    reader = Reader(session)
+    let_go = session.hold_reading()
+    session.write("go\r")
+    for _ in range(1000):  # the exit watch tells on the loop; at most 10 s
+        if session.exit_code is not None:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(EXIT_GRACE_S * 3)  # its exit grace is over, but nobody read what it left
+    assert not session.finished
+    let_go()
+    let_go()  # once is enough; again changes nothing
+    await asyncio.wait_for(session.wait_finished(), 10)
+    assert reader.text.count("last words") == 100
+    assert not session.terminal.paused
+    await session.close()

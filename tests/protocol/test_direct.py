@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from unified_exec_kernel.core.manager import UnifiedExecSessionManager
 from unified_exec_kernel.protocol import frames
+from unified_exec_kernel.protocol.direct import DirectConnection
 from unified_exec_kernel.protocol.address import find_socket, socket_names
-from unified_exec_kernel.protocol.window import WINDOW
+from unified_exec_kernel.protocol.window import VIEW_BACKLOG, WINDOW
 
 from ..direct_client import DirectClient
 from ..kernel_harness import Kernel
@@ -264,7 +266,8 @@ async def test_a_flood_arrives_whole_when_the_view_acknowledges(kernel, tmp_path
         client.close()
 
 
-async def test_without_acks_at_most_the_window_is_in_flight_and_the_backlog_skips_its_oldest(kernel, tmp_path):
+async def test_without_acks_at_most_the_window_is_in_flight_and_after_its_hold_the_view_skips_its_oldest(kernel, tmp_path):
+    # The view holds the program (window.py) for the kernel's live_view_hold_s (5 s), then lets go and skips.
     go, done = tmp_path / "go", tmp_path / "done"
     last = 1_500_000  # ~12.4 MB through the terminal: more than the window and the backlog together
     start_session(kernel, "unread", WAIT_FOR.format(go=go, command=f"seq 1 {last}", done=done))
@@ -275,7 +278,7 @@ async def test_without_acks_at_most_the_window_is_in_flight_and_the_backlog_skip
         sid, start = attached["session_id"], attached["offset"]
         go.touch()
         deadline = time.monotonic() + 60
-        while not done.exists():  # the program wrote everything: the kernel has read all but what the terminal holds
+        while not done.exists():  # held, let go, then the program wrote everything: the kernel read all but what the terminal holds
             assert time.monotonic() < deadline, "seq did not finish"
             await asyncio.sleep(0.05)
         # An answer is sent after every frame sent before it: what arrived by then is all there is in flight.
@@ -308,10 +311,35 @@ async def test_without_acks_at_most_the_window_is_in_flight_and_the_backlog_skip
         assert skipped_total > 0
         assert end - start == len(expected)  # every byte was sent or counted as skipped
         after = b"".join(newest)
-        assert expected.endswith(after) and len(after) >= 7 * 1024 * 1024, len(after)
+        assert expected.endswith(after) and len(after) >= VIEW_BACKLOG * 7 // 8, len(after)
     finally:
         client.close()
 
+
+
+async def test_a_view_that_hangs_up_lets_go_of_the_program_it_held():
+    """In-process (no kernel): the view's long hold ends with its connection, not with its timer."""
+    manager = UnifiedExecSessionManager()
+    folder = tempfile.mkdtemp(prefix="uexec-test-")
+    server = await asyncio.get_running_loop().create_unix_server(
+        lambda: DirectConnection(manager, hold_s=600), os.path.join(folder, "s")
+    )
+    try:
+        session = manager.session(manager.spawn(["seq", "1", "2000000"]))
+        client = await DirectClient.connect(os.path.join(folder, "s"))
+        await client.message(lambda m: m["type"] == "hello", "hello")
+        client.send({"type": "attach", "request_id": "a", "session_id": session.session_id})
+        deadline = time.monotonic() + 30
+        while not session.terminal.paused:  # nothing acknowledged: the view holds the program
+            assert time.monotonic() < deadline, "the view never held the session"
+            await asyncio.sleep(0.01)
+        client.close()
+        await asyncio.wait_for(session.wait_finished(), 60)
+        assert not session.terminal.paused
+    finally:
+        server.close()
+        await manager.close_all()
+        shutil.rmtree(folder, ignore_errors=True)
 
 # -- where the socket goes, and when it goes away --------------------------------------
 

@@ -1,4 +1,5 @@
-"""WindowedStream: every byte at once while the view keeps up; at most the window unacknowledged; the oldest skipped past the backlog."""
+"""WindowedStream: every byte at once while the view keeps up; at most the window unacknowledged; a view
+that falls behind holds the program (nothing skipped) for a while, then lets go and skips its oldest bytes."""
 
 from __future__ import annotations
 
@@ -72,10 +73,10 @@ async def test_at_most_the_window_in_flight_until_acknowledged_and_never_half_a_
     await session.close()
 
 
-async def test_past_the_backlog_the_oldest_bytes_are_skipped_and_counted():
+async def test_past_the_backlog_a_lossy_view_skips_its_oldest_bytes_and_counts_them():
     session = spawn(["bash", "-c", "head -c 200000 /dev/zero | tr '\\0' y"])
     view = View()
-    stream = WindowedStream(session, view.messages.append, view.output, window=1000, backlog=5000)
+    stream = WindowedStream(session, view.messages.append, view.output, window=1000, backlog=5000, hold_s=0)
     stream.replay()
     await asyncio.wait_for(session.wait_finished(), 10)
     assert view.received == 1000 and stream.queued == 5000
@@ -119,4 +120,110 @@ async def test_a_second_attach_replays_and_the_window_starts_over():
     assert b"".join(frame[3] for frame in view.frames).startswith(b"first\r\n")
     assert stream.acked == 0 and stream.sent_end == session.offset
     stream.close()
+    await session.close()
+
+
+SEQ = 300_000  # 2.3 MB of `seq`, far more than the window, the queue bound and the terminal's buffer
+
+
+def seq_bytes(last: int) -> bytes:
+    return "".join(f"{n}\r\n" for n in range(1, last + 1)).encode()
+
+
+def held_stream(session, view, **options) -> WindowedStream:
+    return WindowedStream(
+        session, view.messages.append, view.output, window=64 * 1024, backlog=512 * 1024, pause_at=128 * 1024, resume_at=32 * 1024, **options
+    )
+
+
+def seq_viewed(hold_s: float) -> tuple:
+    """`seq` in a session, and a view attached to it from the start."""
+    session = spawn(["seq", "1", str(SEQ)])
+    view = View()
+    stream = held_stream(session, view, hold_s=hold_s)
+    stream.replay()
+    return session, view, stream
+
+
+async def read_to_the_end(stream: WindowedStream, view: View) -> bytes:
+    """Acknowledge whatever arrives, as a page that keeps up, until `exited`; every byte received."""
+    while view.messages[-1]["type"] != "exited":
+        stream.ack(view.check_contiguous(0))
+        await asyncio.sleep(0)
+    return b"".join(frame[3] for frame in view.frames)
+
+
+async def test_a_view_that_falls_behind_holds_the_program_and_loses_nothing():
+    session = spawn(["seq", "1", str(SEQ)])
+    view = View()
+    holds = []
+    hold_reading = session.hold_reading
+    session.hold_reading = lambda: holds.append(session.offset) or hold_reading()
+    stream = held_stream(session, view, hold_s=60)
+    stream.replay()
+    while view.messages[-1]["type"] != "exited":  # a page slower than `seq`: it draws only once the program waits
+        await until(lambda: stream.holding or session.finished, "the view holds the session")
+        stream.ack(view.check_contiguous(0))
+        await asyncio.sleep(0)
+    assert len(holds) > 1 and not session.terminal.paused
+    assert stream.bytes_skipped == 0 and all(frame[2] == 0 for frame in view.frames)
+    assert b"".join(frame[3] for frame in view.frames) == seq_bytes(SEQ)
+    await session.close()
+
+
+async def test_a_held_program_waits_until_the_view_acknowledges():
+    session, view, stream = seq_viewed(hold_s=60)
+    await until(lambda: stream.holding, "the view holds the session")
+    offset = session.offset
+    await asyncio.sleep(0.5)  # time enough for `seq` to print it all, were it not held
+    assert session.offset == offset and session.alive and session.terminal.paused
+    assert await read_to_the_end(stream, view) == seq_bytes(SEQ)
+    await session.close()
+
+
+async def test_a_view_that_holds_too_long_lets_go_and_skips_its_oldest():
+    session, view, stream = seq_viewed(hold_s=0.2)
+    await asyncio.wait_for(session.wait_finished(), 20)  # never acknowledged, yet the program ran to its end
+    assert stream.lossy and not stream.holding and not session.terminal.paused
+    assert stream.queued <= 512 * 1024
+    while view.messages[-1]["type"] != "exited":
+        stream.ack(view.check_contiguous(0))
+    assert stream.bytes_skipped > 0
+    assert view.check_contiguous(0) == len(seq_bytes(SEQ))  # the gap rule: every byte sent or counted
+    assert view.frames[-1][3].endswith(b"%d\r\n" % SEQ)
+    await session.close()
+
+
+async def test_a_lossy_view_that_catches_up_holds_again():
+    session = spawn(["bash", "-c", "seq 1 300000; read x; seq 1 300000"])
+    view = View()
+    stream = held_stream(session, view, hold_s=0.2)
+    stream.replay()
+    await until(lambda: stream.lossy, "the hold lapses")
+    await until(lambda: not session.terminal.paused and stream.queued <= 512 * 1024 and session.offset >= len(seq_bytes(SEQ)), "the first seq ran")
+    stream.ack(view.check_contiguous(0))
+    while stream.queued or stream.in_flight:
+        stream.ack(view.check_contiguous(0))
+        await asyncio.sleep(0)
+    assert not stream.lossy  # caught up: it may hold again
+    skipped = stream.bytes_skipped
+    session.write("go\r")
+    await until(lambda: stream.holding, "the second seq is held")
+    stream.close()
+    assert not session.terminal.paused  # closing the view let the program go
+    await asyncio.wait_for(session.wait_finished(), 20)
+    assert stream.bytes_skipped == skipped
+    await session.close()
+
+
+async def test_two_views_hold_the_program_until_both_let_go():
+    session = spawn(["seq", "1", str(SEQ)])
+    first, second = View(), View()
+    one, two = held_stream(session, first, hold_s=60), held_stream(session, second, hold_s=60)
+    one.replay()
+    two.replay()
+    await until(lambda: one.holding and two.holding, "both views hold the session")
+    one.close()
+    assert session.terminal.paused  # the other view still draws
+    assert await read_to_the_end(two, second) == seq_bytes(SEQ)
     await session.close()

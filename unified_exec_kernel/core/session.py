@@ -34,6 +34,8 @@ SCROLLBACK_BYTES = 256 * 1024
 # this long.
 EXIT_GRACE_S = 0.1
 CLOSE_GRACE_S = 1.0
+HOLD_S = 5.0
+"""How long one reader should keep the program waiting (`hold_reading`) at a stretch before it lets go."""
 
 Subscriber = Callable[[bytes, int], None]
 """Called with output bytes (whole UTF-8 characters) and the offset of their first byte."""
@@ -158,6 +160,26 @@ class PtySession:
         """Hear what is written to the terminal; returns the function that stops it."""
         return _listen(self._input_listeners, listener)
 
+    def hold_reading(self) -> Callable[[], None]:
+        """Stop reading the program's output until the returned function is called (once is enough).
+
+        A reader that cannot keep up (a live view drawing a flood) holds the
+        program instead of skipping what it prints; holds are counted, so
+        the slowest holder paces it. Returns the function that lets go.
+        """
+        self.terminal.pause_reading()
+        held = True
+
+        def let_go() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.terminal.resume_reading()
+                if self.state is Lifecycle.DRAINING and not self.terminal.paused:
+                    self._restart_grace()  # what the exited program left in the terminal is read now
+
+        return let_go
+
     def scrollback_snapshot(self) -> tuple[int, bytes]:
         """The kept scrollback and the offset of its first byte."""
         return self.offset - self.scrollback.total_bytes, self.scrollback.data()
@@ -234,7 +256,12 @@ class PtySession:
     def _restart_grace(self) -> None:
         if self._grace_timer is not None:
             self._grace_timer.cancel()
-        self._grace_timer = self._loop.call_later(EXIT_GRACE_S, self._finish)
+        self._grace_timer = self._loop.call_later(EXIT_GRACE_S, self._grace_over)
+
+    def _grace_over(self) -> None:
+        # Quiet because nobody reads is not drained: letting go restarts the grace.
+        if not self.terminal.paused:
+            self._finish()
 
     def _finish(self) -> None:
         if self.state is Lifecycle.FINISHED:

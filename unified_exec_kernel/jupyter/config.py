@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 
-from traitlets import Bool, Dict, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from ..core.journal import DEFAULT_KERNEL_BYTES, DEFAULT_SESSION_BYTES, JournalStore
 from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
-from ..core.session import SCROLLBACK_BYTES
+from ..core.session import HOLD_S, SCROLLBACK_BYTES
 
 
 class UnifiedExec(Configurable):
@@ -40,6 +40,11 @@ class UnifiedExec(Configurable):
     direct_channel = Bool(
         True,
         help="Let live views reach this kernel's sessions through a Unix socket beside its connection file (0600), relayed by the Jupyter server extension, instead of comm messages: keystrokes echo at terminal speed and a flood is not rate-limited. Off: live views use the comm only.",
+    ).tag(config=True)
+    live_view_hold_s = Float(
+        HOLD_S,
+        min=0,
+        help="How long a live view on the direct channel may keep its session's program waiting while the page draws a flood, in seconds: within it the program is paced to the page and nothing is skipped; a view that takes longer (a background or frozen tab) lets go and skips the oldest output instead, as over the comm. 0: views never hold a program.",
     ).tag(config=True)
     journal = Bool(True, help="Keep everything each session prints in a journal on disk (asciicast v3, with resizes, commands and the exit), for %uexec_output, %uexec_record and the comm's read.").tag(config=True)
     journal_dir = Unicode("", help="Where each kernel makes its own journal directory (0700, files 0600). Default: Jupyter's runtime dir (`jupyter --runtime-dir`).").tag(config=True)

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 
 from ..core.manager import UnifiedExecSessionManager
-from ..core.session import PtySession
+from ..core.session import HOLD_S, PtySession
 from . import frames, messages
 from .endpoint import Endpoint
 from .messages import BadRequest
@@ -36,10 +36,11 @@ CARRIER = "direct"
 class DirectEndpoint(Endpoint):
     """The live view's requests over the direct channel; every stream a `WindowedStream`."""
 
-    def __init__(self, manager: UnifiedExecSessionManager, connection: DirectConnection):
+    def __init__(self, manager: UnifiedExecSessionManager, connection: DirectConnection, *, hold_s: float = HOLD_S):
         super().__init__(manager, connection.send_message, types=ENDPOINT_TYPES)
         self._handlers["ack"] = DirectEndpoint._ack
         self._connection = connection
+        self._hold_s = hold_s
 
     def stream(self, session: PtySession) -> WindowedStream:
         stream = self.streams.get(session.session_id)
@@ -50,6 +51,7 @@ class DirectEndpoint(Endpoint):
                 self._connection.send_output,
                 on_end=lambda: self.streams.pop(session.session_id, None),
                 writable=self._connection.writable,
+                hold_s=self._hold_s,
             )
         return stream
 
@@ -96,9 +98,17 @@ class DirectEndpoint(Endpoint):
 class DirectConnection(asyncio.Protocol):
     """One page (through the server's relay) on the kernel's socket."""
 
-    def __init__(self, manager: UnifiedExecSessionManager, on_lost: Callable[[DirectConnection], None] | None = None):
+    def __init__(
+        self,
+        manager: UnifiedExecSessionManager,
+        on_lost: Callable[[DirectConnection], None] | None = None,
+        *,
+        hold_s: float = HOLD_S,
+    ):
+        """`hold_s`: how long a view may keep a session's program waiting for it (window.py)."""
         self._manager = manager
         self._on_lost = on_lost
+        self._hold_s = hold_s
         self._reader = frames.FrameReader()
         self._paused = False
         self.transport: asyncio.Transport | None = None
@@ -122,7 +132,7 @@ class DirectConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        self.endpoint = DirectEndpoint(self._manager, self)
+        self.endpoint = DirectEndpoint(self._manager, self, hold_s=self._hold_s)
         self.send_message({**messages.hello(self._manager), "carrier": CARRIER})
 
     def data_received(self, data: bytes) -> None:

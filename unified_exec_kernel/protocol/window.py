@@ -1,32 +1,44 @@
-"""A session's output to a view on the direct channel: every byte, as fast as the view acknowledges.
+"""A session's output to a view on the direct channel: every byte, as fast as the view draws it.
 
 The comm's live stream (live.py) must keep under the Jupyter server's iopub
 limits, so it sends once a frame under a token bucket and leaves a flood's
 middle out. The direct channel has no such limit; what bounds it is the
-page, whose terminal parses output more slowly than `yes` prints it, and
+page, whose terminal parses output more slowly than `seq` prints it, and
 output it has not taken yet would pile up in the socket, the server and the
-browser. So the view says how far
-it has written (`ack`), and the kernel keeps at most `WINDOW` bytes sent and
-not yet acknowledged. What waits beyond it stays here, in a queue that never
-blocks the loop or pauses the program; past `VIEW_BACKLOG` its oldest bytes
-are dropped and counted in the next frame's `skipped`, the same gap rule as
-the comm's `data` events (docs/protocol.md). A keystroke's echo goes out the
-moment it is read: no timer, no batching.
+browser. So the view says how far it has written (`ack`), and the kernel
+keeps at most `WINDOW` bytes sent and not yet acknowledged. What waits
+beyond it stays here; once `PAUSE_AT` bytes wait, the view holds the
+session's reading (`PtySession.hold_reading`) until they are down to
+`RESUME_AT`: the program waits for the page as it would for a terminal
+window, and nothing is skipped.
+
+A view must not hold a program for ever: a background tab draws seldom, a
+frozen one never. One that keeps the session held `hold_s` at a stretch
+lets go and becomes a lossy view: its queue is kept to `VIEW_BACKLOG`, the
+oldest bytes dropped and counted in the next frame's `skipped` (the gap rule
+of docs/protocol.md), until it has caught up to `RESUME_AT` and may hold
+again. A keystroke's echo goes out the moment it is read: no timer, no
+batching.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable
 
 from ..core.output.utf8 import boundary_at_or_after, pieces
-from ..core.session import PtySession
+from ..core.session import HOLD_S, PtySession
 from . import messages
 
 WINDOW = 1024 * 1024
 """Bytes per view sent and not yet acknowledged, at most."""
-VIEW_BACKLOG = 8 * 1024 * 1024
-"""Bytes per view waiting for the window, at most; older ones are skipped."""
+PAUSE_AT = 256 * 1024
+"""Bytes waiting for the window at which the view holds the session's reading."""
+RESUME_AT = 64 * 1024
+"""... and at which it lets go again (below it, reads refill the queue before the page runs dry)."""
+VIEW_BACKLOG = 2 * 1024 * 1024
+"""Bytes per view waiting for the window, at most; older ones are skipped (only a lossy view gets near it)."""
 FRAME_BYTES = 256 * 1024
 """Output bytes per frame, at most (a replay or a backlog goes in several)."""
 
@@ -52,6 +64,9 @@ class WindowedStream:
         writable: Callable[[], bool] = lambda: True,
         window: int = WINDOW,
         backlog: int = VIEW_BACKLOG,
+        hold_s: float = HOLD_S,
+        pause_at: int = PAUSE_AT,
+        resume_at: int = RESUME_AT,
     ):
         """`writable()`: whether the connection takes more now (its transport is not paused)."""
         self.session = session
@@ -61,6 +76,12 @@ class WindowedStream:
         self._writable = writable
         self._window = window
         self._backlog = backlog
+        self._hold_s = hold_s
+        self._pause_at = pause_at
+        self._resume_at = min(resume_at, pause_at)
+        self._let_go: Callable[[], None] | None = None  # set while this view holds the session
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self.lossy = hold_s <= 0  # skips instead of holding (it held too long, or may not hold)
         self._queue: deque[bytes] = deque()
         self._queued = 0
         self._queue_start = session.offset  # the offset of the first queued byte
@@ -89,6 +110,7 @@ class WindowedStream:
         """
         self._queue.clear()
         self._queued = self._skipped = 0
+        self._pace()
         start, scrollback = self.session.scrollback_snapshot()
         self._deliver_message(messages.attached(request_id, self.session, start))
         for position, piece in pieces(scrollback, FRAME_BYTES):
@@ -107,8 +129,9 @@ class WindowedStream:
         while self._queue and not self._closed and self._writable():
             room = self._window - self.in_flight
             if room <= 0:
-                return
+                break
             self._send_piece(self._take(min(room, FRAME_BYTES)))
+        self._pace()
         self._end_if_done()
 
     def close(self) -> None:
@@ -118,6 +141,36 @@ class WindowedStream:
             self._forget_exit()
             self._queue.clear()
             self._queued = 0
+            self._release()
+
+    # -- holding the program -----------------------------------------------------
+
+    @property
+    def holding(self) -> bool:
+        return self._let_go is not None
+
+    def _pace(self) -> None:
+        """Hold the session while too much waits for this view; let go once it has caught up."""
+        if self._queued <= self._resume_at:
+            self._release()
+            if self._hold_s > 0:
+                self.lossy = False
+        elif self._queued >= self._pause_at and not self.lossy and not self._closed and self._let_go is None:
+            self._let_go = self.session.hold_reading()
+            self._hold_timer = asyncio.get_running_loop().call_later(self._hold_s, self._held_too_long)
+
+    def _held_too_long(self) -> None:
+        self._hold_timer = None
+        self.lossy = True
+        self._release()
+
+    def _release(self) -> None:
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        let_go, self._let_go = self._let_go, None
+        if let_go is not None:
+            let_go()
 
     # -- output in -------------------------------------------------------------
 
@@ -126,8 +179,8 @@ class WindowedStream:
             self._queue_start = offset
         self._queue.append(data)
         self._queued += len(data)
-        self.resume()  # what the window takes goes now; only the rest waits
-        if self._queued > self._backlog:
+        self.resume()  # what the window takes goes now; only the rest waits (and holds the program)
+        if self._queued > self._backlog:  # a lossy view's bound (a holding one stays far below it)
             self._drop_oldest(self._queued - self._backlog)
 
     def _drop_oldest(self, excess: int) -> None:

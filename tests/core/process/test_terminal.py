@@ -31,3 +31,20 @@ async def test_the_size_outlives_the_terminal_for_a_last_screen():
     await shell.close()
     assert shell.terminal.released
     assert shell.size == (30, 100)
+
+
+async def test_pauses_are_counted_and_reading_resumes_with_the_last():
+    talker = spawn(["bash", "-c", "echo before; read x; echo after; read y"])
+    reader = Reader(talker)
+    await reader.until("before")
+    talker.terminal.pause_reading()
+    talker.terminal.pause_reading()
+    talker.write("x\r")
+    talker.terminal.resume_reading()
+    assert talker.terminal.paused
+    talker.terminal.read_pending()  # not even asked to: a paused terminal is not read
+    await asyncio.sleep(0.3)  # time enough for the echo and "after", were the terminal read
+    assert "after" not in reader.text
+    talker.terminal.resume_reading()
+    await reader.until("after")
+    await talker.close()

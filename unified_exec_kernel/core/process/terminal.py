@@ -5,6 +5,12 @@ Reading uses `loop.add_reader` (no thread, no polling) and drains until EAGAIN
 in each callback, because a PTY gives ~4 KB a read and one read per callback
 costs a quarter of the throughput. Writes are queued and flushed with
 `add_writer`, so a huge paste never blocks the loop.
+
+Reading can be paused (counted: every `pause_reading` needs its
+`resume_reading`), which is how a reader slower than the program paces it:
+the PTY's buffer fills and the program's next write blocks, as under a
+terminal window that draws slowly. Writing goes on meanwhile (a Ctrl-C
+still reaches the program).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ _MAX_READS_PER_CALLBACK = 16
 
 
 class Terminal:
-    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release")
+    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release", "_pauses")
 
     def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None]):
         self._fd = master_fd
@@ -39,14 +45,32 @@ class Terminal:
         self._pending_writes: deque[memoryview] = deque()
         self.eof = False
         self.released = False
+        self._pauses = 0
         self._loop.add_reader(self._fd, self._on_readable)
 
     # -- output ----------------------------------------------------------------
 
     def read_pending(self) -> None:
-        """Read what the terminal already holds, now (as if the loop had said it was readable)."""
-        if not self.eof:
+        """Read what the terminal already holds, now (as if the loop had said it was readable); not while paused."""
+        if not self.eof and not self._pauses:
             self._on_readable()
+
+    @property
+    def paused(self) -> bool:
+        return self._pauses > 0
+
+    def pause_reading(self) -> None:
+        """Read nothing more until `resume_reading` has been called as often as this."""
+        self._pauses += 1
+        if self._pauses == 1 and not self.eof:
+            self._loop.remove_reader(self._fd)
+
+    def resume_reading(self) -> None:
+        if not self._pauses:
+            raise RuntimeError("resume_reading without pause_reading")
+        self._pauses -= 1
+        if not self._pauses and not self.eof:
+            self._loop.add_reader(self._fd, self._on_readable)
 
     def _on_readable(self) -> None:
         reads = []

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { FIRST_BUDGET, OutputPacer, PIECE_BYTES } from '../src/pacer';
+import { FIRST_BUDGET, OutputPacer, PARSE_MS_PER_FRAME, PIECE_BYTES } from '../src/pacer';
 
 /**
  * A terminal that parses only when told to, at a set speed, on a clock
@@ -10,8 +10,8 @@ import { FIRST_BUDGET, OutputPacer, PIECE_BYTES } from '../src/pacer';
 class Page {
   now = 0;
   hidden = false;
-  /** Units the terminal parses per millisecond: at 6 ms a frame, the first budget. */
-  speed = FIRST_BUDGET / 6;
+  /** Units the terminal parses per millisecond: the budget it learns is the first one. */
+  speed = FIRST_BUDGET / PARSE_MS_PER_FRAME;
   /** Everything written, in order (the pacer's empty timing marks left out). */
   written: (string | Uint8Array)[] = [];
   acks: [number, boolean][] = [];
@@ -122,6 +122,16 @@ test('the budget follows the parse speed towards the time aimed at', () => {
   }
   page.run();
   assert.ok(Math.abs(page.pacer.budget - 6 * 8 * 1024) < 1024, `budget ${page.pacer.budget}`);
+});
+
+test('one quick batch at most doubles the budget', () => {
+  const page = new Page();
+  page.speed = 100 * FIRST_BUDGET; // a hundred times faster than the first budget assumes
+  page.pacer.writeBytes(bytes(64 * FIRST_BUDGET), 64 * FIRST_BUDGET);
+  page.parse();
+  assert.equal(page.pacer.budget, 2 * FIRST_BUDGET);
+  page.parse();
+  assert.equal(page.pacer.budget, 4 * FIRST_BUDGET);
 });
 
 test('a frame hands nothing while the last batch is still being parsed', () => {

@@ -44,23 +44,28 @@ export const PARSE_MS_PER_FRAME = 4;
 
 /**
  * The budget before any batch was timed. Small: xterm parses slowest while
- * its scrollback fills (it moves the scrollbar for each line) and before
- * its parser is optimised, and a first 12 KiB batch took 120 ms there.
+ * its scrollback fills (its scrollbar moves, with a timer, for each line:
+ * ~100 us a line) and before its parser is optimised; a first 12 KiB batch
+ * took 120 ms there, a first 4 KiB one up to 90.
  */
-export const FIRST_BUDGET = 4 * 1024;
+export const FIRST_BUDGET = 2 * 1024;
 
 /** The most the budget grows per batch, so one quick timing does not flood the next frame. */
 const GROWTH_MAX = 2;
 
 /** Bounds on the budget: a slow sample never stalls output, a fast one never floods a frame. */
-export const MIN_BUDGET = 2 * 1024;
+export const MIN_BUDGET = 1024;
 export const MAX_BUDGET = 512 * 1024;
 
 /** The most given to the terminal in one write: xterm yields to the page only between writes. */
 export const PIECE_BYTES = 32 * 1024;
 
-/** Batches smaller than this are not timed: a keystroke's echo parses in timer noise. */
-const SAMPLE_MIN_BYTES = 2 * 1024;
+/**
+ * Batches smaller than this are not timed: a keystroke's echo parses in
+ * timer noise. No more than the smallest budget, or a budget that low
+ * would never learn again.
+ */
+const SAMPLE_MIN_BYTES = MIN_BUDGET;
 
 /** How much a new timing moves the rate (the rest is the older estimate). */
 const RATE_WEIGHT = 0.5;

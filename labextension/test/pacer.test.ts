@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { FIRST_BUDGET, OutputPacer, PARSE_MS_PER_FRAME, PIECE_BYTES } from '../src/pacer';
+import { FIRST_BUDGET, MIN_BUDGET, OutputPacer, PARSE_MS_PER_FRAME, PIECE_BYTES } from '../src/pacer';
 
 /**
  * A terminal that parses only when told to, at a set speed, on a clock
@@ -132,6 +132,19 @@ test('one quick batch at most doubles the budget', () => {
   assert.equal(page.pacer.budget, 2 * FIRST_BUDGET);
   page.parse();
   assert.equal(page.pacer.budget, 4 * FIRST_BUDGET);
+});
+
+test('a budget driven to its least by a slow terminal grows again once it is quick', () => {
+  const page = new Page();
+  page.speed = 10; // units per ms: far slower than the least budget allows for
+  page.pacer.writeBytes(bytes(16 * FIRST_BUDGET), 16 * FIRST_BUDGET);
+  page.parse();
+  page.frame();
+  page.parse();
+  assert.equal(page.pacer.budget, MIN_BUDGET);
+  page.speed = FIRST_BUDGET / PARSE_MS_PER_FRAME;
+  page.run();
+  assert.equal(page.pacer.budget, FIRST_BUDGET);
 });
 
 test('a frame hands nothing while the last batch is still being parsed', () => {

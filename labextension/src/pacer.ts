@@ -194,18 +194,22 @@ export class OutputPacer {
   }
 
   /**
-   * Write the pieces, each acknowledged once parsed. An empty write first
-   * marks when the terminal starts parsing the batch, so its timing is
-   * parsing alone, not the wait for the terminal's next task.
+   * Write the pieces, each acknowledged once parsed. Before a batch worth
+   * timing, an empty write marks when the terminal starts parsing it, so
+   * its timing is parsing alone, not the wait for the terminal's next task.
+   * Not before a small one: xterm parses the first write after a keystroke
+   * at once, and the mark would take that from the echo.
    */
   private _hand(pieces: Waiting[], size: number): void {
     const generation = this._generation;
     const current = () => generation === this._generation && !this._disposed;
     let started = -1;
     this._inTerminal = pieces.length;
-    this._options.sink.write('', () => {
-      started = this._options.now();
-    });
+    if (size >= SAMPLE_MIN_BYTES) {
+      this._options.sink.write('', () => {
+        started = this._options.now();
+      });
+    }
     pieces.forEach((piece, index) => {
       const last = index === pieces.length - 1;
       this._options.sink.write(piece.data, () => {

@@ -15,6 +15,8 @@ class Page {
   /** Everything written, in order (the pacer's empty timing marks left out). */
   written: (string | Uint8Array)[] = [];
   acks: [number, boolean][] = [];
+  /** Calls of the terminal's write, empty ones included. */
+  writes = 0;
   private _unparsed: { data: string | Uint8Array; parsed: () => void }[] = [];
   private _frames: (() => void)[] = [];
 
@@ -24,6 +26,7 @@ class Page {
     this.pacer = new OutputPacer({
       sink: {
         write: (data, parsed) => {
+          this.writes++;
           if (data.length > 0) {
             this.written.push(data);
           }
@@ -85,6 +88,12 @@ test('output finding nothing waiting goes to the terminal at once', () => {
   assert.equal(page.take(), 3); // no frame needed
   page.parse();
   assert.deepEqual(page.acks, [[3, true]]);
+});
+
+test("an echo is the terminal's first write, which xterm parses at once after a keystroke", () => {
+  const page = new Page();
+  page.pacer.writeBytes(bytes(1, 0x78), 1);
+  assert.equal(page.writes, 1);
 });
 
 test('a flood is handed at most one budget per frame', () => {

@@ -2,13 +2,15 @@
  * What a view hands its terminal per animation frame. xterm.js parses what
  * it is given in slices of up to 12 ms and renders in the next frame, so a
  * flood handed over as it arrives fills every frame with parsing and the
- * page drops to ~45 fps. The pacer keeps the output the terminal has not
+ * page dropped to 41-46 fps. The pacer keeps the output the terminal has not
  * been given yet and hands it at most a budget per frame: the bytes xterm
  * parses in `PARSE_MS_PER_FRAME` at the rate it showed on the last batches,
  * which leaves the rest of the frame to the renderer. Output that finds
  * nothing waiting and the frame's budget unspent (a keystroke's echo) goes
- * at once. No DOM, no xterm: the frame scheduler, the clock and the
- * visibility check are handed in, so it is tested under plain node.
+ * at once. Where no frames come (a hidden page, an iframe out of view)
+ * output goes on without them, so the view keeps acknowledging. No DOM, no
+ * xterm: the frame scheduler, the timer, the clock and the visibility
+ * check are handed in, so it is tested under plain node.
  */
 
 /** The terminal's write: parse `data`, then call `parsed` (xterm's `write(data, callback)`). */
@@ -26,6 +28,8 @@ export namespace OutputPacer {
     written(end: number, drained: boolean): void;
     /** Calls back before the next frame is painted (`requestAnimationFrame`). */
     frame(callback: () => void): void;
+    /** Calls back after `ms` milliseconds (`setTimeout`). */
+    later(callback: () => void, ms: number): void;
     /** Milliseconds (`performance.now`). */
     now(): number;
     /** No frames come (a background tab): output goes on without them. */
@@ -56,6 +60,13 @@ const GROWTH_MAX = 2;
 /** Bounds on the budget: a slow sample never stalls output, a fast one never floods a frame. */
 export const MIN_BUDGET = 1024;
 export const MAX_BUDGET = 512 * 1024;
+
+/**
+ * A visible page that shows no frame for this long is not painting the
+ * view (a cross-origin iframe scrolled out of view gets no frames, yet is
+ * not `hidden`): what waits goes on without frames, as when hidden.
+ */
+export const FRAME_WAIT_MS = 1000;
 
 /** The most given to the terminal in one write: xterm yields to the page only between writes. */
 export const PIECE_BYTES = 32 * 1024;
@@ -148,12 +159,12 @@ export class OutputPacer {
     this._pump();
   }
 
-  /** Hand the terminal what the frame's budget allows (all of it while hidden). */
+  /** Hand the terminal what the frame's budget allows (all of it while no frames come). */
   private _pump(): void {
     if (this._disposed || this._inTerminal > 0 || this._queue.length === 0) {
       return;
     }
-    const hidden = this._options.hidden();
+    const hidden = this._framesStopped || this._options.hidden();
     const allowed = hidden ? this._queued : this._budget - this._spent;
     if (allowed <= 0) {
       this._requestFrame();
@@ -252,8 +263,11 @@ export class OutputPacer {
       return;
     }
     this._frameRequested = true;
+    this._watchFrames();
     this._options.frame(() => {
       this._frameRequested = false;
+      this._framesStopped = false;
+      this._frames++;
       this._spent = 0;
       this._pump();
       // Still parsing the last batch: the next frame hands what waits.
@@ -261,6 +275,26 @@ export class OutputPacer {
         this._requestFrame();
       }
     });
+  }
+
+  /** While a frame is awaited, check now and then that frames come at all. */
+  private _watchFrames(): void {
+    if (this._watching) {
+      return;
+    }
+    this._watching = true;
+    const framesBefore = this._frames;
+    this._options.later(() => {
+      this._watching = false;
+      if (this._disposed || !this._frameRequested) {
+        return;
+      }
+      if (this._frames === framesBefore) {
+        this._framesStopped = true;
+        this._pump();
+      }
+      this._watchFrames();
+    }, FRAME_WAIT_MS);
   }
 
   private readonly _options: OutputPacer.IOptions;
@@ -278,6 +312,11 @@ export class OutputPacer {
   /** The stream offset parsed so far (null: no bytes since the last reset). */
   private _end: number | null = null;
   private _frameRequested = false;
+  /** Frames seen so far. */
+  private _frames = 0;
+  private _watching = false;
+  /** A frame was awaited for `FRAME_WAIT_MS` in vain; the next one that comes ends this. */
+  private _framesStopped = false;
   private _generation = 0;
   private _disposed = false;
 }

@@ -53,6 +53,7 @@ export class SessionTerminal {
       sink: { write: (data, parsed) => this._term.write(data, parsed) },
       written: (end, drained) => this._carrier.written?.(end, drained),
       frame: callback => requestAnimationFrame(callback),
+      later: (callback, ms) => window.setTimeout(callback, ms),
       now: () => performance.now(),
       hidden: () => document.hidden
     });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { FIRST_BUDGET, MIN_BUDGET, OutputPacer, PARSE_MS_PER_FRAME, PIECE_BYTES } from '../src/pacer';
+import { FIRST_BUDGET, FRAME_WAIT_MS, MIN_BUDGET, OutputPacer, PARSE_MS_PER_FRAME, PIECE_BYTES } from '../src/pacer';
 
 /**
  * A terminal that parses only when told to, at a set speed, on a clock
@@ -19,6 +19,7 @@ class Page {
   writes = 0;
   private _unparsed: { data: string | Uint8Array; parsed: () => void }[] = [];
   private _frames: (() => void)[] = [];
+  private _timers: { at: number; callback: () => void }[] = [];
 
   readonly pacer: OutputPacer;
 
@@ -35,6 +36,7 @@ class Page {
       },
       written: (end, drained) => this.acks.push([end, drained]),
       frame: callback => this._frames.push(callback),
+      later: (callback, ms) => this._timers.push({ at: this.now + ms, callback }),
       now: () => this.now,
       hidden: () => this.hidden,
       parseMsPerFrame
@@ -58,6 +60,20 @@ class Page {
       this.now += data.length / this.speed;
       parsed();
     }
+  }
+
+  /** Time passes without frames (an iframe out of view): timers fire. */
+  wait(ms: number): void {
+    this.now += ms;
+    const due = this._timers.filter(timer => timer.at <= this.now);
+    this._timers = this._timers.filter(timer => timer.at > this.now);
+    for (const timer of due) {
+      timer.callback();
+    }
+  }
+
+  get timersWaiting(): number {
+    return this._timers.length;
   }
 
   frame(): void {
@@ -284,6 +300,47 @@ test('hidden while output waits for a frame, it goes on at once', () => {
   assert.equal(page.take(), 9 * FIRST_BUDGET);
   page.parse();
   assert.deepEqual(page.acks.at(-1), [10 * FIRST_BUDGET, true]);
+});
+
+test('visible but given no frames (an iframe out of view), output goes on after a wait', () => {
+  const page = new Page();
+  const asked = page.now; // the first frame is asked for with the first write
+  page.pacer.writeBytes(bytes(10 * FIRST_BUDGET), 10 * FIRST_BUDGET);
+  page.take();
+  page.parse();
+  page.wait(asked + FRAME_WAIT_MS - 1 - page.now);
+  assert.equal(page.take(), 0);
+  page.wait(1);
+  assert.equal(page.take(), 9 * FIRST_BUDGET);
+  page.parse();
+  assert.deepEqual(page.acks.at(-1), [10 * FIRST_BUDGET, true]);
+  page.pacer.writeBytes(bytes(4 * FIRST_BUDGET), 14 * FIRST_BUDGET); // still no frames: at once
+  assert.equal(page.take(), 4 * FIRST_BUDGET);
+  page.parse();
+  page.frame(); // in view again: paced
+  page.pacer.writeBytes(bytes(4 * FIRST_BUDGET), 18 * FIRST_BUDGET);
+  assert.equal(page.take(), FIRST_BUDGET);
+});
+
+test('frames that come keep the wait from handing everything on', () => {
+  const page = new Page();
+  page.pacer.writeBytes(bytes(100 * FIRST_BUDGET), 100 * FIRST_BUDGET);
+  page.take();
+  for (let ms = 0; ms < 3 * FRAME_WAIT_MS; ms += 16) {
+    page.frame();
+    page.wait(0); // any timer now due
+    page.parse();
+    assert.ok(page.take() <= page.pacer.budget);
+  }
+});
+
+test('an idle pacer keeps no timer', () => {
+  const page = new Page();
+  page.pacer.writeBytes(bytes(3 * FIRST_BUDGET), 3 * FIRST_BUDGET);
+  page.run();
+  page.frame();
+  page.wait(FRAME_WAIT_MS);
+  assert.equal(page.timersWaiting, 0);
 });
 
 test('a reset drops what waits and no longer acknowledges what was handed', () => {

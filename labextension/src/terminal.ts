@@ -10,6 +10,7 @@ import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 
 import type { Carrier } from './carrier';
+import { OutputPacer } from './pacer';
 import { nextRequestId, type KernelMessage } from './protocol';
 import { SessionStream, type StreamAction } from './stream';
 
@@ -35,9 +36,6 @@ const PTY_SIZE_MAX = 1000;
 /** Keys kept while the view attaches: a paste's worth, not a flood. */
 const TYPED_AHEAD_MAX = 64 * 1024;
 
-/** The most output bytes handed to xterm in one write (see `_writeOutput`). */
-const XTERM_WRITE_BYTES = 32 * 1024;
-
 export class SessionTerminal {
   readonly node: HTMLDivElement;
 
@@ -49,6 +47,17 @@ export class SessionTerminal {
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     this._term.loadAddon(this._fit);
     this._term.onData(data => this._type(data));
+    // Output reaches xterm through the pacer, a frame's budget at a time,
+    // so a flood leaves the page its frames (pacer.ts).
+    this._pacer = new OutputPacer({
+      sink: { write: (data, parsed) => this._term.write(data, parsed) },
+      written: (end, drained) => this._carrier.written?.(end, drained),
+      frame: callback => requestAnimationFrame(callback),
+      later: (callback, ms) => window.setTimeout(callback, ms),
+      now: () => performance.now(),
+      hidden: () => document.hidden
+    });
+    document.addEventListener('visibilitychange', this._onVisibilityChange);
     this._stopListening = this._carrier.listen({
       received: msg => this._onMessage(msg),
       closed: reason => this._onClosed(reason),
@@ -84,6 +93,8 @@ export class SessionTerminal {
     window.clearTimeout(this._fitTimer);
     window.clearTimeout(this._reattachTimer);
     this._stopListening();
+    document.removeEventListener('visibilitychange', this._onVisibilityChange);
+    this._pacer.dispose();
     this._term.dispose();
   }
 
@@ -141,7 +152,7 @@ export class SessionTerminal {
     }
     if (msg.type === 'data' && this._carrier.written && (!action || action.kind !== 'write')) {
       // Dropped, not written: the kernel need not hold the window for it.
-      this._carrier.written(Math.max(msg.end, this._stream.end), this._pendingWrites === 0);
+      this._carrier.written(Math.max(msg.end, this._stream.end), this._pacer.drained);
     }
   }
 
@@ -177,8 +188,10 @@ export class SessionTerminal {
         }
         break;
       case 'reattach':
-        // Full reset (RIS) through xterm's write queue: `Terminal.reset()`
+        // What waits for a frame belongs to the attachment given up. The
+        // reset (RIS) goes through xterm's write queue: `Terminal.reset()`
         // would run before output xterm has queued but not yet parsed.
+        this._pacer.reset();
         this._write('\x1bc');
         window.clearTimeout(this._reattachTimer);
         this._reattachPending = true;
@@ -198,40 +211,28 @@ export class SessionTerminal {
     this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
   }
 
-  // Straight to xterm, which queues writes and parses them in time slices
-  // of its own (JupyterLab's terminal relies on that too). A batch of our
-  // own per animation frame measured no better in benchmarks/bench_live.py:
-  // keystroke echo p50 19-24 ms and 58-60 fps under a `yes` flood either
-  // way, since the kernel already sends at most one message per frame.
+  /** Text (notices, the kernel's text output) in order with the bytes before it. */
   private _write(text: string): void {
-    if (text && !this._disposed) {
-      this._term.write(text);
+    if (!this._disposed) {
+      this._pacer.writeText(text);
     }
   }
 
   /**
    * Output as UTF-8 bytes (the direct channel's; xterm decodes them, a
-   * character cut between two writes included), in pieces: xterm yields
-   * to the page only between writes, and a 256 KiB frame parsed at once
-   * held a flood to ~15 fps where 32 KiB pieces kept ~40 (this machine,
-   * loaded). Each piece is told to the carrier once xterm has parsed it:
-   * its flow control acknowledges what is on screen, so a flood never
-   * queues up in the page.
+   * character cut between two writes included). The pacer tells the
+   * carrier what xterm has parsed: its flow control acknowledges what is
+   * on screen, so a flood never queues up in the page.
    */
   private _writeOutput(bytes: Uint8Array): void {
-    if (this._disposed) {
-      return;
-    }
-    const start = this._stream.end - bytes.length;
-    for (let at = 0; at < bytes.length; at += XTERM_WRITE_BYTES) {
-      const end = Math.min(bytes.length, at + XTERM_WRITE_BYTES);
-      this._pendingWrites++;
-      this._term.write(bytes.subarray(at, end), () => {
-        this._pendingWrites--;
-        this._carrier.written?.(start + end, this._pendingWrites === 0);
-      });
+    if (!this._disposed) {
+      this._pacer.writeBytes(bytes, this._stream.end);
     }
   }
+
+  private readonly _onVisibilityChange = (): void => {
+    this._pacer.visibilityChanged();
+  };
 
   private _reclaimSize(): void {
     this._sentSize = '';
@@ -258,9 +259,10 @@ export class SessionTerminal {
     }
     if (this._replayAtPtySize) {
       // xterm parses writes later than `resize` applies: fit once the
-      // replay queued so far has been parsed at the PTY's size.
+      // replay queued so far (in the pacer, then in xterm) has been parsed
+      // at the PTY's size.
       this._replayAtPtySize = false;
-      this._term.write('', () => this._fitAndResize());
+      this._pacer.whenParsed(() => this._fitAndResize());
       return;
     }
     this._fit.fit();
@@ -277,6 +279,7 @@ export class SessionTerminal {
   private readonly _term: Terminal;
   private readonly _fit = new FitAddon();
   private readonly _stream = new SessionStream();
+  private readonly _pacer: OutputPacer;
   private readonly _resizeObserver: ResizeObserver;
   private readonly _stopListening: () => void;
   private _opened = false;
@@ -285,7 +288,6 @@ export class SessionTerminal {
   private _fitTimer = 0;
   private _reattachTimer = 0;
   private _reattachPending = false;
-  private _pendingWrites = 0;
   private _sentSize = '';
   private _typedAhead = '';
   private _hidden = false;

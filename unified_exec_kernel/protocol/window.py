@@ -31,8 +31,9 @@ from ..core.output.utf8 import boundary_at_or_after, pieces
 from ..core.session import HOLD_S, PtySession
 from . import messages
 
-WINDOW = 1024 * 1024
-"""Bytes per view sent and not yet acknowledged, at most."""
+WINDOW = 256 * 1024
+"""Bytes per view sent and not yet acknowledged, at most: what the page holds to draw, a few
+frames' worth at its pace (a Ctrl-C shows within them), well over the 64 KiB it acknowledges at a time."""
 PAUSE_AT = 256 * 1024
 """Bytes waiting for the window at which the view holds the session's reading."""
 RESUME_AT = 64 * 1024

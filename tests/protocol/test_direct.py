@@ -8,6 +8,7 @@ the way the server's relay does (tests/direct_client.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -70,6 +71,45 @@ async def attach(client: DirectClient, name: str) -> dict:
     attached = await client.message(lambda m: m.get("request_id") == f"attach-{name}", f"attached {name}")
     assert attached["type"] == "attached", attached
     return attached
+
+
+def says_hello(path: str) -> None:
+    """Whatever listens at `path` answers a new connection with `hello` (asked from a loop of its own)."""
+
+    async def hello() -> None:
+        client = await DirectClient.connect(path)
+        try:
+            assert (await client.message(lambda m: True, "hello"))["type"] == "hello"
+        finally:
+            client.close()
+
+    asyncio.run(hello())
+
+
+async def output_until_exited(client: DirectClient):
+    """(offset, skipped, data) of each `B` frame, until the session's `exited` (the only `T` frame expected)."""
+    while True:
+        kind, body = await client.frame(timeout=60)
+        if kind == frames.TEXT:
+            assert body["type"] == "exited", body
+            return
+        _, offset, skipped, data = body
+        yield offset, skipped, data
+
+
+@contextlib.asynccontextmanager
+async def viewed_from_the_start(kernel: Kernel, tmp_path: Path, name: str, command: str):
+    """`command` in a session of its own that waits for `go`, and a connection attached to it before it starts.
+
+    Yields (client, attached, go, done): touching `go` starts the command; `done` appears once it has written everything.
+    """
+    go, done = tmp_path / "go", tmp_path / "done"
+    start_session(kernel, name, WAIT_FOR.format(go=go, command=command, done=done))
+    client = await connect(kernel)
+    try:
+        yield client, await attach(client, name), go, done
+    finally:
+        client.close()
 
 
 @pytest.fixture(scope="module")
@@ -162,11 +202,7 @@ async def test_keys_echo_while_a_cell_runs_python(kernel, tmp_path):
 
 
 async def test_replay_then_live_output_then_exited_with_contiguous_offsets(kernel, tmp_path):
-    go, done = tmp_path / "go", tmp_path / "done"
-    start_session(kernel, "counted", WAIT_FOR.format(go=go, command="seq 1 1000", done=done))
-    client = await connect(kernel)
-    try:
-        attached = await attach(client, "counted")
+    async with viewed_from_the_start(kernel, tmp_path, "counted", "seq 1 1000") as (client, attached, go, _):
         sid, end = attached["session_id"], attached["offset"]
         go.touch()
         text = ""
@@ -190,8 +226,6 @@ async def test_replay_then_live_output_then_exited_with_contiguous_offsets(kerne
             assert (await late.message(lambda m: m["type"] == "exited", "exited"))["exit_code"] == 0
         finally:
             late.close()
-    finally:
-        client.close()
 
 
 # -- bad frames ---------------------------------------------------------------------
@@ -238,21 +272,12 @@ async def test_each_bad_frame_gets_one_error_and_the_connection_the_kernel_and_o
 
 
 async def test_a_flood_arrives_whole_when_the_view_acknowledges(kernel, tmp_path):
-    go, done = tmp_path / "go", tmp_path / "done"
-    start_session(kernel, "flood", WAIT_FOR.format(go=go, command="seq 1 300000", done=done))
-    client = await connect(kernel)
-    try:
-        attached = await attach(client, "flood")
+    async with viewed_from_the_start(kernel, tmp_path, "flood", "seq 1 300000") as (client, attached, go, _):
         sid, end, acked = attached["session_id"], attached["offset"], attached["offset"]
         go.touch()
         pieces = []
         most_in_flight = 0
-        while True:
-            kind, body = await client.frame(timeout=60)
-            if kind == frames.TEXT:
-                assert body["type"] == "exited", body
-                break
-            _, offset, skipped, data = body
+        async for offset, skipped, data in output_until_exited(client):
             assert offset == end and skipped == 0, (offset, end, skipped)
             end += len(data)
             pieces.append(data)
@@ -262,19 +287,13 @@ async def test_a_flood_arrives_whole_when_the_view_acknowledges(kernel, tmp_path
                 acked = end
         assert b"".join(pieces).decode() == seq_text(300000)
         assert most_in_flight <= WINDOW + 3
-    finally:
-        client.close()
 
 
 async def test_without_acks_at_most_the_window_is_in_flight_and_after_its_hold_the_view_skips_its_oldest(kernel, tmp_path):
     # The view holds the program (window.py) for the kernel's live_view_hold_s (5 s), then lets go and skips.
-    go, done = tmp_path / "go", tmp_path / "done"
     last = 1_500_000  # ~12.4 MB through the terminal: more than the window and the backlog together
-    start_session(kernel, "unread", WAIT_FOR.format(go=go, command=f"seq 1 {last}", done=done))
     expected = seq_text(last).encode()
-    client = await connect(kernel)
-    try:
-        attached = await attach(client, "unread")
+    async with viewed_from_the_start(kernel, tmp_path, "unread", f"seq 1 {last}") as (client, attached, go, done):
         sid, start = attached["session_id"], attached["offset"]
         go.touch()
         deadline = time.monotonic() + 60
@@ -293,12 +312,7 @@ async def test_without_acks_at_most_the_window_is_in_flight_and_after_its_hold_t
         client.send({"type": "ack", "session_id": sid, "end": end})
         skipped_total = 0
         newest: list[bytes] = []  # what arrived after the last skip
-        while True:
-            kind, body = await client.frame(timeout=60)
-            if kind == frames.TEXT:
-                assert body["type"] == "exited", body
-                break
-            _, offset, skipped, data = body
+        async for offset, skipped, data in output_until_exited(client):
             assert offset - skipped == end, (offset, skipped, end)  # the gap rule holds across every skip
             if skipped:
                 skipped_total += skipped
@@ -312,8 +326,6 @@ async def test_without_acks_at_most_the_window_is_in_flight_and_after_its_hold_t
         assert end - start == len(expected)  # every byte was sent or counted as skipped
         after = b"".join(newest)
         assert expected.endswith(after) and len(after) >= VIEW_BACKLOG * 7 // 8, len(after)
-    finally:
-        client.close()
 
 
 
@@ -356,13 +368,7 @@ def test_a_long_runtime_path_uses_a_private_directory_named_by_a_pointer_file(ru
         assert find_socket(connection_file) == path != beside
         assert stat.S_IMODE(os.stat(pointer).st_mode) == 0o600
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-
-        async def hello() -> None:
-            client = await DirectClient.connect(path)
-            assert (await client.message(lambda m: True, "hello"))["type"] == "hello"
-            client.close()
-
-        asyncio.run(hello())
+        says_hello(path)
     finally:
         kernel.shutdown()
     assert not os.path.exists(pointer) and not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
@@ -379,13 +385,7 @@ def test_a_stale_socket_does_not_block_a_new_kernel_and_shutdown_removes_the_soc
     try:
         start_session(kernel, "shell", "bash --norc --noprofile -i")
         assert find_socket(connection_file) == beside
-
-        async def hello() -> None:
-            client = await DirectClient.connect(beside)
-            assert (await client.message(lambda m: True, "hello"))["type"] == "hello"
-            client.close()
-
-        asyncio.run(hello())
+        says_hello(beside)
     finally:
         kernel.shutdown()
     assert not os.path.exists(beside)

@@ -1016,13 +1016,15 @@ def _frame_window(lab: Lab, seconds: float, keys: int, rng: random.Random, prefi
     while (left := started + seconds - time.perf_counter()) > 0:
         page.wait_for_timeout(min(left, 0.25) * 1000)  # lets Playwright deliver websocket events
     elapsed = time.perf_counter() - started
-    frames = page.evaluate(FRAME_STOP_JS)
+    return {"prefix": prefix, "keys": _summary(typed), **_frame_figures(page.evaluate(FRAME_STOP_JS), elapsed)}
+
+
+def _frame_figures(frames: dict, elapsed: float) -> dict:
+    """The page's frames over `elapsed` seconds (FRAME_STOP_JS's record): rate, gaps, long tasks."""
     gaps = frames["gaps"]
     longest = max(frames["long"], key=lambda entry: entry[1], default=(0.0, 0.0))
     return {
         "seconds": elapsed,
-        "prefix": prefix,
-        "keys": _summary(typed),
         "fps": len(gaps) / elapsed,
         "gap_p50": _pct(gaps, 50),
         "gap_p99": _pct(gaps, 99),
@@ -1116,17 +1118,8 @@ def flood_seq() -> dict:
     exit_row = lines.index("[exited with code 0]")
     numbers = lines[:exit_row]
     exact = bool(numbers) and numbers == [str(n) for n in range(SEQ_LINES - len(numbers) + 1, SEQ_LINES + 1)]
-    gaps = frames["gaps"]
     return {
-        "seconds": elapsed,
-        "fps": len(gaps) / elapsed,
-        "gap_p50": _pct(gaps, 50),
-        "gap_p99": _pct(gaps, 99),
-        "gap_max": max(gaps),
-        "long_tasks": len(frames["long"]),
-        "long_ms": sum(duration for _, duration in frames["long"]),
-        "longest_ms": max((duration for _, duration in frames["long"]), default=0.0),
-        "longest_at_s": 0.0,
+        **_frame_figures(frames, elapsed),
         "direct": log,
         "expected_bytes": sum(len(str(n)) + 2 for n in range(1, SEQ_LINES + 1)),
         "screen_exact": exact,

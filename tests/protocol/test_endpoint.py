@@ -1,6 +1,7 @@
 """The endpoint both carriers share: each message one manager call, each failure one `error`."""
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -8,9 +9,9 @@ from unified_exec_kernel import UnifiedExecSessionManager
 from unified_exec_kernel.protocol import Endpoint
 
 
-@pytest.fixture
-async def peer():
-    manager = UnifiedExecSessionManager()
+@contextlib.asynccontextmanager
+async def speaking_to(manager: UnifiedExecSessionManager):
+    """An endpoint on `manager` and the list of what it sends; both closed after."""
     sent = []
     endpoint = Endpoint(manager, sent.append)
     try:
@@ -18,6 +19,12 @@ async def peer():
     finally:
         endpoint.close()
         await manager.close_all()
+
+
+@pytest.fixture
+async def peer():
+    async with speaking_to(UnifiedExecSessionManager()) as both:
+        yield both
 
 
 async def answer(sent, kind, rid, timeout=10):
@@ -100,31 +107,19 @@ async def test_a_carrier_only_takes_its_own_types_and_its_own_session(peer):
 
 
 async def test_sessions_list_shows_the_command_the_user_gave():
-    manager = UnifiedExecSessionManager(shell_integration=True)
-    sent = []
-    endpoint = Endpoint(manager, sent.append)
-    try:
+    async with speaking_to(UnifiedExecSessionManager(shell_integration=True)) as (endpoint, sent):
         endpoint.receive({"type": "exec", "request_id": 1, "session_id": None, "input_chunks": ["bash", "-i"], "timeout_ms": 10_000})
         assert (await answer(sent, "result", 1))["ended_by"] == "command"
         endpoint.receive({"type": "list", "request_id": 2})
         assert [info["command"] for info in (await answer(sent, "sessions", 2))["sessions"]] == [["bash", "-i"]]
-    finally:
-        endpoint.close()
-        await manager.close_all()
 
 
 @pytest.fixture
 async def journaled_peer(tmp_path):
     from unified_exec_kernel.core.journal import JournalStore
 
-    manager = UnifiedExecSessionManager(shell_integration=True, journals=JournalStore(str(tmp_path / "k")))
-    sent = []
-    endpoint = Endpoint(manager, sent.append)
-    try:
-        yield endpoint, sent
-    finally:
-        endpoint.close()
-        await manager.close_all()
+    async with speaking_to(UnifiedExecSessionManager(shell_integration=True, journals=JournalStore(str(tmp_path / "k")))) as both:
+        yield both
 
 
 async def test_read_pages_a_finished_sessions_output_by_bytes(journaled_peer):

@@ -27,6 +27,8 @@ from .notebook import rewrite
 from .live.comm import COMM_TARGET, open_handler
 from .jupyter.config import UnifiedExec
 from .jupyter.direct_socket import DirectSocket, kernel_connection_file, kernel_id_of
+from .jupyter.keeping import keeper_for
+from .core.process.keeper import KeeperError
 from .protocol.address import socket_names
 from .protocol.direct import DirectConnection
 from .core.manager import UnifiedExecSessionManager
@@ -43,8 +45,9 @@ def load_ipython_extension(ipython) -> None:
     if current.manager_of(ipython) is not None:
         return
     settings = UnifiedExec(parent=ipython)
-    manager = UnifiedExecSessionManager(**settings.manager_options(), journals=_journal_store(settings))
     kernel = getattr(ipython, "kernel", None)
+    keeper = _keeper(settings) if kernel is not None else None
+    manager = UnifiedExecSessionManager(**settings.manager_options(), journals=_journal_store(settings), keeper=keeper)
     bridge = Bridge(kernel_loop=functools.partial(_kernel_loop, kernel))
     magics = UnifiedExecMagics(
         ipython, manager, bridge, shell_program=settings.shell, live_view=LiveViews(manager, bridge), check=settings.check
@@ -60,7 +63,7 @@ def load_ipython_extension(ipython) -> None:
         # The engine's thread publishes beside the kernel's own threads.
         patches.atomic_message_ids(kernel.session)
         if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
-            patches.end_sessions_on_shutdown(kernel, end)
+            patches.end_sessions_on_shutdown(kernel, lambda restart: end(restart=restart))
         import comm
 
         comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
@@ -69,6 +72,30 @@ def load_ipython_extension(ipython) -> None:
     current.set_manager(ipython, manager, magics, bridge)
     current.set_kernel_id(ipython, kernel_id)
     ipython._uexec_end = end  # what unload takes off atexit
+    if keeper is not None and os.path.exists(keeper.socket_path):
+        _take_back(manager, bridge)
+
+
+def _take_back(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:
+    """The sessions the last kernel with this id kept: back before the first cell runs."""
+    try:
+        taken = bridge.call(manager.take_back)
+    except (KeeperError, OSError) as error:
+        log.warning("uexec: %s", error)
+        return
+    if taken:
+        log.info("uexec: took back kept session(s) %s", ", ".join(map(str, taken)))
+
+
+def _keeper(settings: UnifiedExec):
+    connection_file = kernel_connection_file()
+    if connection_file is None:
+        return None
+    try:
+        return keeper_for(connection_file, journal_root=settings.journal_base(), grace=settings.keep_grace_s)
+    except OSError as error:
+        log.warning("uexec: kept sessions are off: %s", error)
+        return None
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -84,7 +111,7 @@ def unload_ipython_extension(ipython) -> None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        end_sessions(manager, bridge)  # no loop (a terminal IPython): blocking is fine
+        end_sessions(manager, bridge, restart=False)  # no loop (a terminal IPython): blocking is fine
         return
     # %unload_ext runs on the kernel's loop: close the sessions on the engine's,
     # then end its thread, without sleeping on this one.
@@ -93,14 +120,16 @@ def unload_ipython_extension(ipython) -> None:
     task.add_done_callback(_closing.discard)
 
 
-def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:
+def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge, *, restart: bool = True) -> None:
     """End every session's processes, then the engine's thread, from any thread but the engine's. Blocks.
 
     For shutdown and restart (ipykernel 7 runs `do_shutdown` on its control
     thread) and atexit: the processes are signalled by pid, which touches
     no loop, so it works even when the engine's loop is busy or gone.
+    Kept sessions stay with their keeper unless this is a real shutdown
+    (`restart=False`): atexit and SIGTERM cannot tell, so they keep them.
     """
-    manager.terminate_all_threadsafe()
+    manager.terminate_all_threadsafe(kept=not restart)
     bridge.stop()
     if manager.journals is not None:
         manager.journals.close()  # the writer's thread writes what is queued and is joined

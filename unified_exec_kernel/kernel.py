@@ -23,5 +23,5 @@ class UnifiedExecKernel(IPythonKernel):
         # signalling their processes, then the engine's thread.
         manager = current.manager_of(self.shell)
         if manager is not None:
-            end_sessions(manager, current.bridge_of(self.shell))
+            end_sessions(manager, current.bridge_of(self.shell), restart=restart)
         return super().do_shutdown(restart)

@@ -25,16 +25,16 @@ def settings(**values) -> UnifiedExec:
 def test_defaults_are_the_engines():
     assert settings().manager_options() == {
         "max_sessions": 64, "default_timeout_ms": 1000, "max_timeout_ms": 60000,
-        "scrollback_bytes": 262144, "env": {}, "env_remove": [], "shell_integration": True, "max_watch_ms": 3_600_000, "guardian": True,
+        "scrollback_bytes": 262144, "env": {}, "env_remove": [], "shell_integration": True, "max_watch_ms": 3_600_000, "guardian": True, "keep_sessions": False,
     }
     assert settings().shell == "bash"
 
 
 def test_each_knob_reaches_the_manager():
-    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}, env_remove=["JUPYTERHUB_*"], shell_integration=False, max_watch_ms=1000, guardian=False).manager_options()
+    options = settings(max_sessions=5, default_timeout_ms=200, max_timeout_ms=5000, scrollback_bytes=4096, env={"PAGER": "cat"}, env_remove=["JUPYTERHUB_*"], shell_integration=False, max_watch_ms=1000, guardian=False, keep_sessions=True).manager_options()
     assert options == {
         "max_sessions": 5, "default_timeout_ms": 200, "max_timeout_ms": 5000, "scrollback_bytes": 4096,
-        "env": {"PAGER": "cat"}, "env_remove": ["JUPYTERHUB_*"], "shell_integration": False, "max_watch_ms": 1000, "guardian": False,
+        "env": {"PAGER": "cat"}, "env_remove": ["JUPYTERHUB_*"], "shell_integration": False, "max_watch_ms": 1000, "guardian": False, "keep_sessions": True,
     }
 
 

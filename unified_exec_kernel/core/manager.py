@@ -35,7 +35,8 @@ from .models import (
     UnifiedExecResult,
 )
 from .process.guardian import Guardian
-from .session import SCROLLBACK_BYTES, PtySession
+from .process.keeper import Keeper
+from .session import SCROLLBACK_BYTES, Kept, PtySession
 from .completion.shell_integration import integrate, new_nonce
 from .journal.store import JournalStore
 from .process.termination import terminate_blocking
@@ -46,6 +47,9 @@ MAX_SESSIONS = 64
 WARN_SESSIONS = 60
 PROTECTED_RECENT_SESSIONS = 8
 MAX_WATCH_MS = 3_600_000
+KEPT_ACK_S = 0.2
+"""How often a kept session's keeper is told what the journal holds (it keeps the rest until then)."""
+RESTART_MARKER = "(kernel restarted)"
 NAME_RULE = "a name starts with a letter or _, then letters, digits, _ . or - (so it never reads as an id or an option)"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
@@ -84,11 +88,15 @@ class UnifiedExecSessionManager:
         guardian: bool = False,
         spawn_backend: str = "auto",
         journals: JournalStore | None = None,
+        keeper: Keeper | None = None,
+        keep_sessions: bool = False,
     ):
         """`env` is added to the environment sessions inherit; `env_remove` (names or
         glob patterns such as `JUPYTERHUB_*`) is taken out of it first. `journals`:
         every session's output also goes to a journal there (core/journal/), found
-        with `journals.find(key)` also after the session is gone; the manager closes it."""
+        with `journals.find(key)` also after the session is gone; the manager closes it.
+        `keeper`: sessions started with `keep=True` (every one, with `keep_sessions`) outlive
+        this process and are taken back by the next with the same keeper (`take_back`)."""
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {max_sessions}")
         self.max_sessions = max_sessions
@@ -110,6 +118,13 @@ class UnifiedExecSessionManager:
         self._listeners: list[Callable[[], None]] = []
         self._closing: set[asyncio.Task] = set()
         self.journals = journals
+        self.keeper = keeper
+        self.keep_sessions = keep_sessions
+        self._acks: dict[int, int] = {}  # kept session id -> raw offset last acknowledged
+        self._kept: dict[int, PtySession] = {}  # kept sessions until closed (a closing one still hears its exit)
+        self._ack_timer: asyncio.TimerHandle | None = None
+        if keeper is not None:
+            keeper.on_exit(self._kept_exit)
 
     # -- start and write -------------------------------------------------------
 
@@ -125,13 +140,14 @@ class UnifiedExecSessionManager:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
+        keep: bool | None = None,
     ) -> UnifiedExecResult:
         """Start `argv` in a new session, then collect its output (Codex's `exec_command`).
 
         An integrated shell (see `spawn`) is waited on until its first prompt.
         """
         compile_until(until)  # a bad pattern starts nothing
-        session_id = self.spawn(argv, name=name, cwd=cwd, env=env, integration=integration)
+        session_id = self.spawn(argv, name=name, cwd=cwd, env=env, integration=integration, keep=keep)
         return await self.write(session_id, timeout_ms=timeout_ms, stop=stop, until=until, quiet_ms=quiet_ms, first_prompt=True)
 
     async def write(
@@ -177,6 +193,7 @@ class UnifiedExecSessionManager:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
+        keep: bool | None = None,
     ) -> int:
         """Start `argv` in a new session without waiting; its id.
 
@@ -184,7 +201,12 @@ class UnifiedExecSessionManager:
         it with `write(session_id)`. `name` must not be held by a running
         session. `integration` (default: the manager's `shell_integration`)
         starts bash or zsh so that it reports where each command ends.
+        `keep` (default: the manager's `keep_sessions`): the keeper starts and holds it,
+        so it outlives this process (a kernel restart) until the next takes it back.
         """
+        keep = self.keep_sessions if keep is None else keep
+        if keep and self.keeper is None:
+            raise CreateSessionError(list(argv), ValueError("kept sessions are off in this kernel (they need a kernel started by Jupyter, with its connection file)"))
         argv = command = list(argv)  # `command`: what the user gave, shown in every face
         session_id = next(self._next_id)
         if not argv or not argv[0]:
@@ -204,6 +226,11 @@ class UnifiedExecSessionManager:
             else:
                 argv, environment = integrated
         try:
+            kept = None
+            if keep:
+                spawned = self.keeper.spawn(session_id, argv, environment, cwd=cwd, rows=24, cols=80, handoff=None if nonce is None else f"{nonce}\n",
+                                            meta={"name": name, "command": command, "nonce": nonce, "started": time.time()})
+                kept = Kept(spawned.pid, spawned.master_fd, spawned.output_fd)
             session = PtySession(
                 session_id,
                 argv,
@@ -215,13 +242,19 @@ class UnifiedExecSessionManager:
                 prompt_nonce=nonce,
                 name=name,
                 command=command,
+                kept=kept,
             )
         except OSError as error:
             raise CreateSessionError(command, error) from error
         if self.journals is not None:
-            self.journals.record(session)  # before the loop reads its first output
+            # Before the loop reads its first output; a kept session's journal lives with its keeper.
+            self.journals.record(session, self.keeper.journal_dir if keep else None)
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
-        self._guard(session.pid)
+        if keep:
+            self._kept[session_id] = session
+            self._acknowledge_soon()
+        else:
+            self._guard(session.pid)
         if name is not None:
             self._names[name] = session_id
         if len(self._sessions) >= self.warn_sessions:
@@ -373,8 +406,12 @@ class UnifiedExecSessionManager:
         task = asyncio.ensure_future(managed.session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
-        # Forgotten by the guardian only once closed: until then it may still need ending.
-        task.add_done_callback(lambda _task, pid=managed.session.pid: self._unguard(pid))
+        # Forgotten by the guardian (or the keeper) only once closed: until then it may still need ending.
+        if managed.session.kept:
+            self._acks.pop(session_id, None)
+            task.add_done_callback(lambda _task: self._forget_kept(session_id))
+        else:
+            task.add_done_callback(lambda _task, pid=managed.session.pid: self._unguard(pid))
         self._changed()
         return task
 
@@ -388,6 +425,8 @@ class UnifiedExecSessionManager:
                 exit_code=session.exit_code,
                 started=session.started,
                 name=session.name,
+                kept=session.kept,
+                restarts=session.restarts,
             )
             for session in (managed.session for managed in self._sessions.values())
         ]
@@ -401,12 +440,20 @@ class UnifiedExecSessionManager:
         await self._remove(managed.session.session_id)
 
     async def close_all(self) -> None:
+        """End every session, kept ones too (and their keeper), and what the manager started."""
         sessions = [managed.session for managed in self._sessions.values()]
         self._sessions.clear()
         self._names.clear()
         if sessions:
             self._changed()
         await asyncio.gather(*(session.close() for session in sessions), *self._closing)
+        self._kept.clear()
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        if self.keeper is not None:
+            self.keeper.end_threadsafe()
+            self.keeper.close()
         guardian, self._guardian = self._guardian, None
         if guardian is not None:
             await guardian.close()  # everything is closed: it exits and is reaped
@@ -423,11 +470,118 @@ class UnifiedExecSessionManager:
         if self._guardian is not None:
             self._guardian.forget(leader_pid)
 
-    def terminate_all_threadsafe(self, grace: float = 0.2) -> None:
-        """End every session's processes from any thread (a shutdown hook, atexit). Blocks."""
-        pids = [managed.session.pid for managed in list(self._sessions.values())]
+    def terminate_all_threadsafe(self, grace: float = 0.2, *, kept: bool = False) -> None:
+        """End every session's processes from any thread (a shutdown hook, atexit). Blocks.
+
+        Kept sessions are left to their keeper (this process may be restarting) unless `kept`:
+        a real shutdown, which also tells the keeper to end them and go."""
+        sessions = [managed.session for managed in list(self._sessions.values())]
+        pids = [session.pid for session in sessions if kept or not session.kept]
+        if kept and self.keeper is not None:
+            self.keeper.end_threadsafe()
         if pids:
             terminate_blocking(pids, grace)
+
+    # -- kept sessions ---------------------------------------------------------------
+
+    def let_go_of_kept(self) -> None:
+        """Stop holding kept sessions without ending them, as a kernel that exits does (the keeper holds them)."""
+        for session_id, managed in list(self._sessions.items()):
+            if managed.session.kept:
+                del self._sessions[session_id]
+                self._kept.pop(session_id, None)
+                if managed.session.name is not None and self._names.get(managed.session.name) == session_id:
+                    del self._names[managed.session.name]
+                managed.session.terminal.release()
+        if self.keeper is not None:
+            self.keeper.close()
+
+    def take_back(self) -> list[int]:
+        """Take back the sessions the keeper held for this kernel id: their ids (none without a keeper).
+
+        On the engine's loop, before any session starts: they keep their ids, names and
+        journals, and new sessions are numbered after them. Raises KeeperError (one line)
+        when a keeper is there but refuses this process.
+        """
+        if self.keeper is None:
+            return []
+        taken = []
+        for held in self.keeper.take_back():
+            meta = held.meta
+            session_id = int(meta["id"])
+            kept = Kept(held.spawn.pid, held.spawn.master_fd, held.spawn.output_fd, restarts=int(meta.get("restarts", 1)),
+                        started=float(meta.get("started") or 0), offset=held.clean_offset, raw_offset=int(meta.get("raw", 0)),
+                        state=held.state)
+            session = PtySession(session_id, meta.get("command") or [], {}, buffer_bytes=self.output_max_bytes,
+                                 scrollback_bytes=self.scrollback_bytes, prompt_nonce=meta.get("nonce"), name=meta.get("name"),
+                                 command=meta.get("command"), kept=kept)
+            self._adopt_journal(session)
+            self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
+            self._kept[session_id] = session
+            if session.name is not None:
+                self._names[session.name] = session_id
+            if held.exited:
+                session.report_exit(held.exit_code)
+            session.on_exit(lambda _session: self._changed())
+            taken.append(session_id)
+        if taken:
+            self._next_id = itertools.count(max(taken) + 1)
+            self._acknowledge_soon()
+            self._changed()
+        return taken
+
+    def _adopt_journal(self, session: PtySession) -> None:
+        if self.journals is None or self.keeper.journal_dir is None:
+            return
+        path = os.path.join(self.keeper.journal_dir, f"session-{session.session_id}.cast")
+        try:
+            entry = self.journals.adopt(session, path, marker=RESTART_MARKER)
+        except (OSError, ValueError) as error:
+            log.warning("uexec: the journal of kept session %s could not be taken back (%s); a new one starts", session.session_id, error)
+            self.journals.record(session, self.keeper.journal_dir)
+            return
+        session.resume_after(entry.file.resumed.output_end)
+
+    def _kept_exit(self, session_id: int, exit_code: int | None) -> None:
+        session = self._kept.get(session_id)
+        if session is not None:
+            session.report_exit(exit_code)
+
+    def _forget_kept(self, session_id: int) -> None:
+        self._kept.pop(session_id, None)
+        if self.keeper is not None:
+            self.keeper.forget(session_id)
+
+    def _acknowledge_soon(self) -> None:
+        if self._ack_timer is None:
+            self._ack_timer = asyncio.get_running_loop().call_later(KEPT_ACK_S, self._acknowledge)
+
+    def _acknowledge(self) -> None:
+        """Tell the keeper what of each kept session's output is safely in its journal (it keeps the rest)."""
+        self._ack_timer = None
+        kept = [managed.session for managed in self._sessions.values() if managed.session.kept and not managed.session.terminal.released]
+        if not kept or self.keeper is None or not self.keeper.connected:
+            return
+        points = {}
+        for session in kept:
+            point = session.ack_point()
+            if point is not None and point[0] != self._acks.get(session.session_id):
+                points[session.session_id] = point
+        if points and self.journals is None:
+            self._send_acks(points)
+        elif points:
+            loop = asyncio.get_running_loop()
+            barrier = self.journals.flushed()
+            barrier.add_done_callback(lambda _done: _call_soon_threadsafe(loop, self._send_acks, points))
+        self._acknowledge_soon()
+
+    def _send_acks(self, points: dict[int, tuple[int, int, dict]]) -> None:
+        if self.keeper is None:
+            return
+        for session_id, (raw, clean, state) in points.items():
+            if session_id in self._sessions:
+                self._acks[session_id] = raw
+                self.keeper.ack(session_id, raw, clean, state)
 
     # -- change notification ---------------------------------------------------
 
@@ -442,6 +596,13 @@ class UnifiedExecSessionManager:
                 listener()
             except Exception:
                 log.exception("uexec: a session listener failed")
+
+
+def _call_soon_threadsafe(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        pass  # the loop closed meanwhile: the next kernel is sent the output again
 
 
 def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | None) -> None:

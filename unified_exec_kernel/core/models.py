@@ -88,6 +88,8 @@ class SessionInfo:
     exit_code: int | None = None
     started: float = 0.0
     name: str | None = None
+    kept: bool = False  # held by the keeper: it outlives a kernel restart
+    restarts: int = 0  # kernel restarts it has lived through
 
 
 def exit_state(alive: bool, exit_code: int | None, closed: bool = False) -> str:

@@ -45,6 +45,21 @@ PromptListener = Callable[[PromptEvent], None]
 """Hears the shell's own markers (shell_integration.py); `index` is their offset in the output."""
 
 
+@dataclasses.dataclass
+class Kept:
+    """What a kept session starts from: the keeper's fds, and where the last kernel left off."""
+
+    pid: int
+    master_fd: int
+    output_fd: int
+    restarts: int = 0
+    started: float = 0.0
+    offset: int = 0  # the cleaned-output offset of the first byte the keeper sends
+    raw_offset: int = 0  # the same point in the keeper's count of raw bytes
+    journaled_until: int = 0  # the journal holds the output before this offset
+    state: dict = dataclasses.field(default_factory=dict)  # the prompt state at `offset`
+
+
 class Lifecycle(enum.Enum):
     RUNNING = "running"  # the program runs
     DRAINING = "draining"  # it exited; a grandchild may still print
@@ -74,10 +89,13 @@ class PtySession:
         prompt_nonce: str | None = None,
         name: str | None = None,
         command: Sequence[str] | None = None,
+        kept: Kept | None = None,
     ):
         """`prompt_nonce`: the shell was integrated with it (shell_integration.py); its
         prompt markers are taken out of the output and reported to `on_prompt`.
-        `command`: what the user started, when `argv` (what runs) is a rewrite of it."""
+        `command`: what the user started, when `argv` (what runs) is a rewrite of it.
+        `kept`: the program runs under the keeper (keeper.py), which started it (or held it
+        through a kernel restart) and tells its exit (`report_exit`)."""
         self.session_id = session_id
         self.name = name
         self.argv = list(argv)
@@ -112,12 +130,25 @@ class PtySession:
         self._closing: asyncio.Task | None = None
 
         self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
-        # The nonce goes through a pipe the shell's startup reads and closes (shell_integration.py).
-        handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
-        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
-        self.pid = spawned.pid
-        self.terminal = Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
-        watch_exit(self.pid, self._loop, self._on_exit)
+        self.kept = kept is not None
+        self.restarts = 0 if kept is None else kept.restarts
+        # Output a restarted kernel's journal already holds is sent again by the keeper: dropped here.
+        self._journaled_until = 0
+        if kept is None:
+            # The nonce goes through a pipe the shell's startup reads and closes (shell_integration.py).
+            handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
+            spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
+            self.pid = spawned.pid
+            self.terminal = Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
+            watch_exit(self.pid, self._loop, self._on_exit)
+        else:
+            self.pid = kept.pid
+            self.started = kept.started or self.started
+            self.offset = kept.offset
+            self._journaled_until = kept.journaled_until
+            self._restore(kept.state)
+            self.terminal = Terminal(kept.master_fd, on_output=self._on_output, on_eof=self._on_eof,
+                                     output_fd=kept.output_fd, raw_read=kept.raw_offset)
 
     # -- state -----------------------------------------------------------------
 
@@ -218,6 +249,8 @@ class PtySession:
         elif mark.kind == "C":
             self.prompt = None
         self.in_command = mark.kind == "C" or (self.in_command and mark.kind not in ("A", "D"))
+        if mark.index < self._journaled_until:
+            return  # a marker the last kernel already told (its journal has it)
         for listener in list(self._prompt_listeners):
             try:
                 listener(mark)
@@ -225,6 +258,11 @@ class PtySession:
                 log.exception("uexec: a prompt listener of session %s failed", self.session_id)
 
     def _fan_out(self, data: bytes) -> None:
+        if self._journaled_until > self.offset and data:
+            # Sent again by the keeper after a restart; the journal (and the last kernel) had it.
+            seen = min(len(data), self._journaled_until - self.offset)
+            self.offset += seen
+            data = data[seen:]
         if not data:
             return
         start = self.offset
@@ -236,6 +274,33 @@ class PtySession:
                 log.exception("uexec: a subscriber of session %s failed", self.session_id)
         if self.state is Lifecycle.DRAINING:
             self._restart_grace()
+
+    # -- a kept session ----------------------------------------------------------
+
+    def report_exit(self, exit_code: int | None) -> None:
+        """The keeper reaped the program (a kept session has no exit watch of its own)."""
+        if self.state is Lifecycle.RUNNING:
+            self._on_exit(exit_code)
+
+    def ack_point(self) -> tuple[int, int, dict] | None:
+        """(raw bytes read, cleaned offset, prompt state) at a point where nothing is half read; None if
+        part of a character or a marker waits (the keeper then re-sends from the previous point)."""
+        if self.terminal.holding or (self._prompts is not None and self._prompts.held):
+            return None
+        state = {"prompts": self.prompts, "prompt": self.prompt, "in_command": self.in_command,
+                 "prompt_has_end": self.prompt_has_end}
+        return self.terminal.raw_read, max(self.offset, self._journaled_until), state
+
+    def resume_after(self, journaled_until: int) -> None:
+        """The journal holds this session's output up to this offset: what the keeper sends again is dropped."""
+        self._journaled_until = max(self._journaled_until, journaled_until)
+
+    def _restore(self, state: dict) -> None:
+        self.prompts = int(state.get("prompts") or 0)
+        prompt = state.get("prompt")
+        self.prompt = tuple(prompt) if isinstance(prompt, list) and len(prompt) == 2 else None
+        self.in_command = bool(state.get("in_command"))
+        self.prompt_has_end = state.get("prompt_has_end")
 
     # -- the lifecycle ---------------------------------------------------------
 

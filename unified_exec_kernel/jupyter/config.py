@@ -52,6 +52,8 @@ class UnifiedExec(Configurable):
     journal_kernel_bytes = Int(DEFAULT_KERNEL_BYTES, min=1024, help="Most bytes on disk all of a kernel's journals may take; past it the oldest finished journals are removed first, then new output is dropped (and noted). Default 1 GiB.").tag(config=True)
     journal_input = Bool(False, help="Also journal what is typed into sessions (`i` events). Off by default: typed input holds passwords.").tag(config=True)
     journal_keep = Bool(False, help="Leave the kernel's journal directory when the kernel ends (for `python -m unified_exec_kernel record`). By default it is removed.").tag(config=True)
+    keep_sessions = Bool(False, help="Keep every new session across kernel restarts, as if each said --keep: a process outside the kernel holds it while no kernel does, and the next kernel with this kernel's id takes it back.").tag(config=True)
+    keep_grace_s = Float(300.0, min=0, help="How long kept sessions wait for a kernel to take them back after theirs ended without shutting down (a restart, a crash), in seconds; then they are ended as any session is.").tag(config=True)
     guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
 
     @validate("env")
@@ -68,6 +70,14 @@ class UnifiedExec(Configurable):
         if shutil.which(proposal["value"]) is None:
             raise TraitError(f"UnifiedExec.shell: {proposal['value']!r} is not a program on PATH")
         return proposal["value"]
+
+    def journal_base(self) -> str:
+        """Where journal directories go (kept sessions' too)."""
+        if self.journal_dir:
+            return self.journal_dir
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        return jupyter_runtime_dir()
 
     def journal_store(self, kernel_name: str) -> JournalStore | None:
         """This kernel's journals, in a directory of its own under `journal_dir` (None: journals are off)."""
@@ -103,4 +113,5 @@ class UnifiedExec(Configurable):
             "shell_integration": self.shell_integration,
             "max_watch_ms": self.max_watch_ms,
             "guardian": self.guardian,
+            "keep_sessions": self.keep_sessions,
         }

@@ -13,8 +13,8 @@ import signal
 from collections.abc import Callable
 
 
-def end_sessions_on_shutdown(kernel, terminate: Callable[[], None]) -> None:
-    """A plain ipykernel (not ours): run `terminate` before its `do_shutdown`.
+def end_sessions_on_shutdown(kernel, terminate: Callable[[bool], None]) -> None:
+    """A plain ipykernel (not ours): run `terminate(restart)` before its `do_shutdown`.
 
     ipykernel 6 and 7: `do_shutdown` is the one hook of shutdown and restart;
     7 runs it on the control thread, so `terminate` must be thread-safe.
@@ -22,7 +22,7 @@ def end_sessions_on_shutdown(kernel, terminate: Callable[[], None]) -> None:
     original = kernel.do_shutdown
 
     def do_shutdown(restart):
-        terminate()
+        terminate(restart)
         return original(restart)
 
     kernel.do_shutdown = do_shutdown

@@ -48,6 +48,7 @@ class CellRequest:
     cwd: str | None = None
     env: dict[str, str] | None = None
     integration: bool | None = None
+    keep: bool | None = None  # None: the manager's default (c.UnifiedExec.keep_sessions)
     raw: bool = False
     agent_format: bool = False
     live: bool = False
@@ -69,7 +70,7 @@ async def run_in_cell(
         # On the engine's loop, in one step: it reads a new session at once,
         # so the view must hear it from the spawn on, or miss its first words.
         if request.argv is not None:
-            session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration)
+            session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
         else:
             session_id = manager.session(request.session_id).session_id
         watching = view.watch(manager.session(session_id), bridge.to_kernel) if view is not None else (lambda: None)

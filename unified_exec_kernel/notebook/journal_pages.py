@@ -41,7 +41,7 @@ async def list_commands(store: JournalStore | None, key: int | str) -> None:
         return
     rows = []
     for command in commands:
-        state = "running" if command.end is None else f"exit {command.exit_code}" if command.exit_code is not None else "done"
+        state = "restart" if command.restart else "running" if command.end is None else f"exit {command.exit_code}" if command.exit_code is not None else "done"
         rows.append(f"{command.number:>4}  {state:<9} {command.text.splitlines()[0] if command.text else ''}")
     print("\n".join(rows))
 
@@ -67,7 +67,7 @@ def status_line(label: str, shown: Page) -> str:
     parts = [f"session {label}"]
     if shown.command is not None:
         command = shown.command
-        state = "running" if command.end is None else f"exit {command.exit_code}" if command.exit_code is not None else "done"
+        state = "restart" if command.restart else "running" if command.end is None else f"exit {command.exit_code}" if command.exit_code is not None else "done"
         first = command.text.splitlines()[0] if command.text else ""
         parts.append(f"command {command.number} ({state}): {first}")
     if shown.first_line is not None:

@@ -84,6 +84,7 @@ class UnifiedExecMagics(Magics):
     @argument("--cwd", metavar="DIR", help="working directory of the new session")
     @argument("--env", action="append", metavar="KEY=VALUE", help="environment variable for the new session (repeatable)")
     @argument("--no-integration", action="store_true", help="start bash or zsh as it is, without the prompt markers that tell when a typed command is done")
+    @argument("--keep", action="store_true", default=None, help="keep the new session across kernel restarts (and crashes): it is held outside the kernel until the next kernel takes it back; c.UnifiedExec.keep_sessions makes it the default")
     @argument("--shell", action="store_true", help="run the body as a script with bash (a new session)")
     @argument("--keys", nargs="+", metavar="KEY", help="named keys sent after the body: C-c, C-d, Enter, Tab, Escape, Up, Down, Left, Right, BSpace (on a %%uexec line they take the rest of the line)")
     @argument("--no-newline", action="store_true", help="write the body without its trailing newline")
@@ -133,6 +134,8 @@ class UnifiedExecMagics(Magics):
             "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,
         }
         if args.session is not None:
+            if args.keep:
+                raise UsageError("--keep is chosen when a session starts; a running session cannot become kept (start a new one with --keep)")
             for option, given in (("--shell", args.shell), ("--name", args.name), ("--cwd", args.cwd), ("--env", args.env), ("--no-integration", args.no_integration)):
                 if given:
                     raise UsageError(f"{option} starts a new session; it cannot go with --session")
@@ -145,6 +148,7 @@ class UnifiedExecMagics(Magics):
             cwd=args.cwd,
             env=_environment(args.env),
             integration=False if args.no_integration else None,
+            keep=args.keep,
             **shown,
         )
 

@@ -21,7 +21,7 @@ class SessionTable:
                 info.name or "",
                 command_label(info.command),
                 str(info.pid),
-                "running" if info.alive else "exited",
+                ("running" if info.alive else "exited") + kept_label(info),
                 "" if info.exit_code is None else str(info.exit_code),
                 age(now - info.started),
             )
@@ -41,6 +41,15 @@ class SessionTable:
         head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in self.rows)
         return f"<table class='uexec-sessions'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def kept_label(info: SessionInfo) -> str:
+    """A kept session says so, and how many kernel restarts it has lived through."""
+    if not info.kept:
+        return ""
+    if not info.restarts:
+        return " (kept)"
+    return f" (kept, {info.restarts} restart{'s' if info.restarts != 1 else ''})"
 
 
 def command_label(argv: list[str], width: int = 60) -> str:

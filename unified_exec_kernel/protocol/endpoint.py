@@ -151,6 +151,9 @@ class Endpoint:
         }
         output_format = messages.output_format(data)
         compile_until(waits["until"])  # every field is checked before anything starts
+        keep = messages.optional_bool(data, "keep")
+        if keep and key is not None:
+            raise ValueError("keep is chosen when a session starts; a running session cannot become kept")
         # `exec` is the seed's request: with no session, the chunks are an argv.
         if key is None:
             session_id = self.manager.spawn(
@@ -159,6 +162,7 @@ class Endpoint:
                 cwd=messages.optional_str(data, "cwd"),
                 env=messages.environment(data),
                 integration=messages.optional_bool(data, "integration"),
+                keep=keep,
             )
             text = ""
         else:

@@ -39,6 +39,7 @@ class Command:
     end: int | None = None  # where it finished (its D marker); None while it runs
     end_time: float | None = None
     exit_code: int | None = None
+    restart: bool = False  # no command: where a kernel restart left a kept session (a chapter all the same)
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,13 @@ class Marks:
         kind = mark.get("kind")
         if kind == "command":
             self.commands.append(Command(len(self.commands) + 1, str(mark.get("text", "")), int(mark["offset"]), mark.get("t", 0) / 1e6))
-        elif kind == "end" and self.commands and self.commands[-1].end is None:
-            command = self.commands[-1]
-            command.end, command.end_time, command.exit_code = int(mark["offset"]), mark.get("t", 0) / 1e6, mark.get("exit")
+        elif kind == "restart":
+            offset, t = int(mark["offset"]), mark.get("t", 0) / 1e6
+            self.commands.append(Command(len(self.commands) + 1, str(mark.get("text", "")), offset, t, offset, t, restart=True))
+        elif kind == "end":
+            command = next((command for command in reversed(self.commands) if not command.restart), None)
+            if command is not None and command.end is None:
+                command.end, command.end_time, command.exit_code = int(mark["offset"]), mark.get("t", 0) / 1e6, mark.get("exit")
         elif kind == "dropped":
             self.drops.append(Drop(int(mark["offset"]), int(mark["bytes"]), str(mark.get("reason", ""))))
         elif kind == "exit":

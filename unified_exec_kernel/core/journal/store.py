@@ -106,8 +106,11 @@ class JournalStore:
 
     # -- recording (the engine's loop) -------------------------------------------
 
-    def record(self, session: PtySession) -> JournalEntry:
-        """Start the journal of a session that was just spawned (before its first output is read)."""
+    def record(self, session: PtySession, directory: str | None = None) -> JournalEntry:
+        """Start the journal of a session that was just spawned (before its first output is read).
+
+        `directory`: somewhere else than the kernel's own (a kept session's journal lives with its
+        keeper, so that it outlives this kernel, and the next one writes on: `adopt`)."""
         self._loop = asyncio.get_running_loop()
         rows, cols = session.size
         header = cast.header_v3(
@@ -118,11 +121,23 @@ class JournalStore:
             title=f"session {session.session_id}" + (f" ({session.name})" if session.name else ""),
         )
         file = JournalFile(
-            os.path.join(self.directory, f"session-{session.session_id}.cast"),
+            os.path.join(directory or self.directory, f"session-{session.session_id}.cast"),
             header,
             monotonic_start=time.monotonic(),
             session_bytes=self.session_bytes,
         )
+        return self._start(session, file)
+
+    def adopt(self, session: PtySession, path: str, *, marker: str) -> JournalEntry:
+        """Write on in the journal a kept session had under the last kernel, from its end; `marker`
+        labels a chapter there (the restart). Raises OSError or ValueError if it cannot be read."""
+        self._loop = asyncio.get_running_loop()
+        file = JournalFile.resume(path, session_bytes=self.session_bytes)
+        entry = self._start(session, file)
+        self.writer.put(("restart", file, time.monotonic(), marker, file.resumed.output_end))
+        return entry
+
+    def _start(self, session: PtySession, file: JournalFile) -> JournalEntry:
         entry = JournalEntry(session.session_id, session.name, list(session.command), file, session.started)
         with self._lock:
             self._by_id[session.session_id] = entry

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from ..output.utf8 import boundary_at_or_before
 from . import format as cast
 from .index import INDEX_SUFFIX, MARKS_SUFFIX, RECORD, mark_line
+from .resume import JournalEnd, journal_end
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,15 @@ class JournalFile:
         self._fds: tuple[int, int, int] | None = None
         # Written by the loop only.
         self.loop_lost: list | None = None  # [offset, bytes] dropped before the queue (backlog full)
+        self.resumed: JournalEnd | None = None  # a kept session's journal, written on after a kernel restart
+
+    @classmethod
+    def resume(cls, path: str, *, session_bytes: int) -> JournalFile:
+        """A journal the last kernel wrote, to be written on from where it ends (resume.py)."""
+        end = journal_end(path)
+        journal = cls(path, {}, monotonic_start=end.monotonic_start(), session_bytes=session_bytes)
+        journal.resumed = end
+        return journal
 
     def us(self, monotonic: float) -> int:
         return max(0, round((monotonic - self.monotonic_start) * 1_000_000))
@@ -206,6 +216,9 @@ class JournalWriter:
         return stop
 
     def _open(self, journal: JournalFile) -> None:
+        if journal.resumed is not None:
+            self._reopen(journal)
+            return
         try:
             fds = tuple(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
                         for path in (journal.path, journal.index_path, journal.marks_path))
@@ -223,6 +236,20 @@ class JournalWriter:
             return
         journal.position = journal.size = len(header)
         self.total_bytes += len(header)
+
+    def _reopen(self, journal: JournalFile) -> None:
+        end = journal.resumed
+        try:
+            fds = tuple(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+                        for path in (journal.path, journal.index_path, journal.marks_path))
+        except OSError as error:
+            journal.removed = f"its journal could not be opened again: {error.strerror or error}"
+            return
+        journal._fds = fds
+        self._journals.append(journal)
+        journal.position, journal.size, journal.lines = end.position, end.size, end.lines
+        journal.last_us, journal.commands = end.last_us, end.commands
+        self.total_bytes += end.size
 
     def _flush(self, batch: _Batch) -> None:
         journal = batch.journal
@@ -433,6 +460,10 @@ class _Batch:
             journal.commands += 1
             t_us = journal.us(monotonic)
             self._events.append(("m", t_us, label, offset, {"kind": "command", "n": journal.commands, "offset": offset, "t": t_us, "text": label}))
+        elif kind == "restart":
+            _, _, monotonic, label, offset = item
+            t_us = journal.us(monotonic)
+            self._events.append(("m", t_us, label, offset, {"kind": "restart", "offset": offset, "t": t_us, "text": label}))
         elif kind == "end":
             _, _, monotonic, status, offset = item
             fields = {"command": journal.commands, "exit": status}

@@ -61,6 +61,11 @@ class Utf8Stream:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._holding = False
 
+    @property
+    def holding(self) -> bool:
+        """Part of a character waits for the rest."""
+        return self._holding
+
     def feed(self, raw: bytes, *, final: bool = False) -> bytes:
         if not self._holding and not final and raw.isascii():
             return raw

@@ -11,6 +11,10 @@ Reading can be paused (counted: every `pause_reading` needs its
 the PTY's buffer fills and the program's next write blocks, as under a
 terminal window that draws slowly. Writing goes on meanwhile (a Ctrl-C
 still reaches the program).
+
+A kept session (keeper.py) is read from a socket its keeper relays the
+master's output to (`output_fd`), while keys and sizes still go to the
+master itself; `raw_read` counts what was read, in the keeper's terms.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ _MAX_READS_PER_CALLBACK = 16
 
 
 class Terminal:
-    __slots__ = ("_fd", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release", "_pauses")
+    __slots__ = ("_fd", "_out", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release", "_pauses", "raw_read")
 
-    def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None]):
+    def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None],
+                 output_fd: int | None = None, raw_read: int = 0):
         self._fd = master_fd
+        self._out = master_fd if output_fd is None else output_fd
+        self.raw_read = raw_read
         self._loop = asyncio.get_running_loop()
         self._on_output = on_output
         self._on_eof = on_eof
@@ -46,7 +53,7 @@ class Terminal:
         self.eof = False
         self.released = False
         self._pauses = 0
-        self._loop.add_reader(self._fd, self._on_readable)
+        self._loop.add_reader(self._out, self._on_readable)
 
     # -- output ----------------------------------------------------------------
 
@@ -63,21 +70,21 @@ class Terminal:
         """Read nothing more until `resume_reading` has been called as often as this."""
         self._pauses += 1
         if self._pauses == 1 and not self.eof:
-            self._loop.remove_reader(self._fd)
+            self._loop.remove_reader(self._out)
 
     def resume_reading(self) -> None:
         if not self._pauses:
             raise RuntimeError("resume_reading without pause_reading")
         self._pauses -= 1
         if not self._pauses and not self.eof:
-            self._loop.add_reader(self._fd, self._on_readable)
+            self._loop.add_reader(self._out, self._on_readable)
 
     def _on_readable(self) -> None:
         reads = []
         eof = False
         for _ in range(_MAX_READS_PER_CALLBACK):
             try:
-                data = os.read(self._fd, _READ_SIZE)
+                data = os.read(self._out, _READ_SIZE)
             except BlockingIOError:
                 break
             except OSError:
@@ -88,7 +95,9 @@ class Terminal:
                 break
             reads.append(data)
         if reads:
-            self._emit(self._utf8.feed(b"".join(reads)))
+            data = b"".join(reads)
+            self.raw_read += len(data)
+            self._emit(self._utf8.feed(data))
         if eof:
             self._end_of_output()
 
@@ -101,7 +110,7 @@ class Terminal:
             return
         self.eof = True
         self._emit(self._utf8.feed(b"", final=True))
-        self._loop.remove_reader(self._fd)
+        self._loop.remove_reader(self._out)
         self._on_eof()
 
     # -- input -----------------------------------------------------------------
@@ -141,6 +150,11 @@ class Terminal:
             log.debug("uexec: dropped queued input: %s", error)
             self._pending_writes.clear()
             self._loop.remove_writer(self._fd)
+
+    @property
+    def holding(self) -> bool:
+        """Part of a character was read and waits for the rest."""
+        return self._utf8.holding
 
     @property
     def pending_write_bytes(self) -> int:
@@ -187,7 +201,9 @@ class Terminal:
             self._size_at_release = (0, 0)
         self.released = True
         self.eof = True
-        self._loop.remove_reader(self._fd)
+        self._loop.remove_reader(self._out)
         self._loop.remove_writer(self._fd)
         self._pending_writes.clear()
         os.close(self._fd)
+        if self._out != self._fd:
+            os.close(self._out)

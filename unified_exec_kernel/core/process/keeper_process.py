@@ -1,0 +1,434 @@
+"""The keeper: holds a kernel's kept sessions while no kernel does, and hands them to the next one.
+
+Started by `Keeper` (keeper.py, which says why it exists) as `python -I -S`,
+loading only this module, spawn.py, procs.py and guardian_process.py (for
+ending sessions). One keeper serves one kernel id: the kernel that starts it,
+then each kernel restarted under the same connection file.
+
+What it does for every kept session, and why it must be this process:
+
+- It spawns the program, so it is its parent: only a parent learns an exit
+  code, and the kernel that asked may be gone when the program ends.
+- It is the only reader of the PTY master. What it reads goes to the kernel
+  through a socket of the session's own (the kernel reads it as it would
+  read the master), and stays in a ring until the kernel acknowledges it is
+  in the journal (`ack`, with the offset it has in the kernel's cleaned
+  output). A kernel killed between reading output and journaling it loses
+  nothing: the next one is sent the ring from the last acknowledged byte,
+  and drops what its journal already holds. A full ring stops reading (the
+  program waits), so memory stays bounded.
+- While no kernel is connected it keeps reading into the ring (up to a larger
+  cap), so the program goes on; a kernel that comes back within the grace
+  takes every session back; otherwise the sessions are ended as the guardian
+  ends them, the kept journals removed, and the keeper exits.
+
+Keys and resizes never pass through here: the kernel writes the master it
+is handed (SCM_RIGHTS) directly, so typing costs no extra hop.
+
+The control channel is a SOCK_SEQPACKET Unix socket: one JSON object per
+message, file descriptors attached to the message they belong to. Kernel
+to keeper: `hello` (first, with the token the first kernel set), `spawn`,
+`ack`, `forget`, `end`. Keeper to kernel: `welcome` (then one `session` per
+kept session, with its fds, then `ready`), `spawned` / `failed`, `exit`,
+`refused`.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+
+from . import guardian_process
+from .spawn import spawn_pty
+
+CONNECTED_RING_BYTES = 16 * 1024 * 1024
+"""Output a connected kernel has not acknowledged yet; past it, reading waits for its ack."""
+OFFLINE_RING_BYTES = 64 * 1024 * 1024
+"""Output kept for the next kernel while none is connected; past it the program waits."""
+READ_BYTES = 64 * 1024
+MAX_MESSAGE_BYTES = 1 << 20
+BOOTSTRAP = """\
+# uexec keeper: holds a kernel's kept sessions across restarts (unified_exec_kernel/core/process/keeper_process.py)
+import sys, types
+for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process"):
+    package = sys.modules[name] = types.ModuleType(name)
+    package.__path__ = [sys.argv[1] + "/" + name.replace(".", "/")]
+from unified_exec_kernel.core.process.keeper_process import serve
+sys.exit(serve(sys.argv[2], float(sys.argv[3])))
+"""
+LISTEN_FD = 0
+"""The listening socket, bound by the kernel that starts the keeper (so no kernel waits for a bind)."""
+FIRST_KERNEL_FD = 3
+"""The first kernel's connection (a socketpair made at start: no connect race)."""
+
+
+class Kept:
+    """One kept session as the keeper holds it."""
+
+    def __init__(self, meta: dict, pid: int, master: int):
+        self.meta = meta  # what the kernel gave at spawn (id, name, command, nonce, ...), plus restarts
+        self.id = meta["id"]
+        self.pid = pid
+        self.master = master
+        self.pidfd = _pidfd(pid)
+        self.ring = bytearray()
+        self.ring_start = 0  # raw offset of ring[0]
+        self.read = 0  # raw bytes read from the master
+        self.sent = 0  # raw offset up to which the current kernel was sent output
+        self.out: socket.socket | None = None  # our end of the kernel's output socket
+        self.eof = False
+        self.exit_code: int | None = None
+        self.reaped = False
+        self.acked = {"raw": 0, "clean": 0, "state": {}}
+
+    def describe(self) -> dict:
+        return {**self.meta, "pid": self.pid, "exit_code": self.exit_code, "exited": self.reaped,
+                "raw": self.sent, "clean": self.acked["clean"], "state": self.acked["state"]}
+
+
+class Keeper:
+    def __init__(self, journal_dir: str, grace: float, listener: socket.socket):
+        self.journal_dir = journal_dir
+        self.grace = grace
+        self.listener = listener
+        self.token: str | None = None
+        self.kernel: socket.socket | None = None
+        self.kernel_pid = 0
+        self.lost_at: float | None = time.monotonic()  # no kernel yet: the first one connects at once
+        self.sessions: dict[int, Kept] = {}
+        self.ending = False
+
+    # -- the loop ----------------------------------------------------------------
+
+    def run(self, first: socket.socket) -> None:
+        self._connected(first, first_kernel=True)
+        while not self.ending:
+            poller = select.poll()
+            fds: dict[int, tuple[str, object]] = {self.listener.fileno(): ("listen", None)}
+            poller.register(self.listener, select.POLLIN)
+            if self.kernel is not None:
+                fds[self.kernel.fileno()] = ("kernel", None)
+                poller.register(self.kernel, select.POLLIN)
+            for kept in self.sessions.values():
+                if kept.pidfd is not None and not kept.reaped:
+                    fds[kept.pidfd] = ("exit", kept)
+                    poller.register(kept.pidfd, select.POLLIN)
+                if not kept.eof and len(kept.ring) < self._ring_cap():
+                    fds[kept.master] = ("master", kept)
+                    poller.register(kept.master, select.POLLIN)
+                if kept.out is not None and kept.sent < kept.read:
+                    fds[kept.out.fileno()] = ("out", kept)
+                    poller.register(kept.out, select.POLLOUT)
+            timeout = None
+            if self.kernel is None and self.lost_at is not None:
+                timeout = max(0, int((self.lost_at + self.grace - time.monotonic()) * 1000) + 1)
+            for fd, flags in poller.poll(timeout):
+                kind, kept = fds.get(fd, (None, None))
+                if kind == "listen":
+                    self._accept()
+                elif kind == "kernel":
+                    self._from_kernel()
+                elif kind == "exit":
+                    self._reap(kept)
+                elif kind == "master":
+                    self._read_master(kept)
+                elif kind == "out":
+                    self._send_output(kept)
+                if self.ending:
+                    break
+            if self.kernel is None and self.lost_at is not None and time.monotonic() >= self.lost_at + self.grace:
+                self.end(f"no kernel took its sessions back within {self.grace:g} s")
+        self._cleanup()
+
+    def _ring_cap(self) -> int:
+        return CONNECTED_RING_BYTES if self.kernel is not None else OFFLINE_RING_BYTES
+
+    # -- kernels -------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        if not _same_user(connection):
+            connection.close()
+            return
+        connection.settimeout(0.5)  # a hello comes at once; a probe that hangs up must not hold us
+        try:
+            hello = _receive(connection)[0]
+        except (OSError, ValueError):
+            connection.close()
+            return
+        if hello is None or hello.get("op") != "hello" or not self._token_ok(hello.get("token")):
+            _send(connection, {"op": "refused", "why": "this kernel is not the one its sessions were kept for"})
+            connection.close()
+            return
+        if self.kernel is not None:
+            _send(connection, {"op": "refused", "why": f"kernel {self.kernel_pid} still holds these sessions"})
+            connection.close()
+            return
+        self._connected(connection, hello=hello)
+
+    def _token_ok(self, token) -> bool:
+        return isinstance(token, str) and self.token is not None and hmac.compare_digest(token, self.token)
+
+    def _connected(self, connection: socket.socket, *, first_kernel: bool = False, hello: dict | None = None) -> None:
+        connection.settimeout(2.0)
+        if first_kernel:
+            try:
+                hello = _receive(connection)[0]
+            except (OSError, ValueError):
+                hello = None
+            if hello is None or hello.get("op") != "hello" or not isinstance(hello.get("token"), str):
+                self.end("the kernel that started the keeper never said hello")
+                return
+            self.token = hello["token"]
+        self.kernel, self.kernel_pid, self.lost_at = connection, int(hello.get("pid") or 0), None
+        sessions = list(self.sessions.values())
+        _send(connection, {"op": "welcome", "journal_dir": self.journal_dir, "sessions": len(sessions)})
+        for kept in sessions:
+            kept.meta["restarts"] = kept.meta.get("restarts", 0) + 1
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            ours.setblocking(False)
+            kept.out = ours
+            kept.sent = kept.acked["raw"]
+            gap = max(0, kept.ring_start - kept.sent)
+            kept.sent = max(kept.sent, kept.ring_start)
+            _send(connection, {"op": "session", **kept.describe(), "gap": gap}, [kept.master, theirs.fileno()])
+            theirs.close()
+            self._maybe_close_output(kept)
+        _send(connection, {"op": "ready"})
+
+    def _lost_kernel(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+        self.kernel, self.lost_at = None, time.monotonic()
+        for kept in self.sessions.values():
+            if kept.out is not None:
+                kept.out.close()
+                kept.out = None
+
+    def _from_kernel(self) -> None:
+        try:
+            message, fds = _receive(self.kernel, nonblocking=True)
+        except BlockingIOError:
+            return
+        except (OSError, ValueError):
+            message, fds = None, []
+        for fd in fds:
+            os.close(fd)
+        if message is None:
+            self._lost_kernel()
+            return
+        op = message.get("op")
+        if op == "spawn":
+            self._spawn(message)
+        elif op == "ack":
+            kept = self.sessions.get(message.get("id"))
+            if kept is not None and isinstance(message.get("raw"), int):
+                self._acked(kept, message)
+        elif op == "forget":
+            kept = self.sessions.pop(message.get("id"), None)
+            if kept is not None:
+                self._forget(kept)
+        elif op == "end":
+            self.end("the kernel shut down")
+
+    # -- sessions ----------------------------------------------------------------
+
+    def _spawn(self, message: dict) -> None:
+        meta = dict(message.get("meta") or {})
+        meta["id"] = message["id"]
+        cwd = message.get("cwd")
+        handoff = message.get("handoff")
+        try:
+            if cwd is not None:
+                os.chdir(cwd)  # posix_spawn starts in ours (the keeper runs nothing else meanwhile)
+            try:
+                spawned = spawn_pty(message["argv"], message["env"], message.get("rows", 24), message.get("cols", 80),
+                                    "posix_spawn", handoff=None if handoff is None else handoff.encode())
+            finally:
+                os.chdir("/")
+        except OSError as error:
+            _send(self.kernel, {"op": "failed", "id": meta["id"], "errno": error.errno or errno.EIO,
+                                "error": error.strerror or str(error)})
+            return
+        kept = self.sessions[meta["id"]] = Kept(meta, spawned.pid, spawned.master_fd)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours.setblocking(False)
+        kept.out = ours
+        _send(self.kernel, {"op": "spawned", "id": kept.id, "pid": kept.pid}, [kept.master, theirs.fileno()])
+        theirs.close()
+
+    def _acked(self, kept: Kept, message: dict) -> None:
+        raw = min(message["raw"], kept.sent)
+        if raw < kept.acked["raw"]:
+            return
+        kept.acked = {"raw": raw, "clean": message.get("clean", 0), "state": message.get("state") or {}}
+        drop = raw - kept.ring_start
+        if drop > 0:
+            del kept.ring[:drop]
+            kept.ring_start = raw
+
+    def _read_master(self, kept: Kept) -> None:
+        try:
+            data = os.read(kept.master, READ_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""  # EIO: every slave fd is closed
+        if not data:
+            kept.eof = True
+            self._maybe_close_output(kept)
+            return
+        kept.ring += data
+        kept.read += len(data)
+        if kept.out is not None:
+            self._send_output(kept)
+
+    def _send_output(self, kept: Kept) -> None:
+        while kept.sent < kept.read:
+            start = kept.sent - kept.ring_start
+            try:
+                sent = kept.out.send(memoryview(kept.ring)[start : start + READ_BYTES])
+            except BlockingIOError:
+                return
+            except OSError:
+                kept.out.close()
+                kept.out = None
+                return
+            kept.sent += sent
+        self._maybe_close_output(kept)
+
+    def _maybe_close_output(self, kept: Kept) -> None:
+        # The kernel sees EOF as it would on the master: the program's output is over and all sent.
+        if kept.eof and kept.out is not None and kept.sent >= kept.read:
+            kept.out.close()
+            kept.out = None
+
+    def _reap(self, kept: Kept) -> None:
+        try:
+            pid, status = os.waitpid(kept.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = kept.pid, 0
+        if not pid:
+            return
+        kept.reaped = True
+        kept.exit_code = os.waitstatus_to_exitcode(status)
+        if kept.pidfd is not None:
+            os.close(kept.pidfd)
+            kept.pidfd = None
+        if self.kernel is not None:
+            _send(self.kernel, {"op": "exit", "id": kept.id, "code": kept.exit_code})
+
+    def _forget(self, kept: Kept) -> None:
+        if not kept.reaped:
+            guardian_process.end_sessions([kept.pid], 0.2)
+            try:
+                os.waitpid(kept.pid, 0)
+            except ChildProcessError:
+                pass
+        for fd in (kept.pidfd, kept.master):
+            if fd is not None:
+                os.close(fd)
+        if kept.out is not None:
+            kept.out.close()
+
+    # -- the end -------------------------------------------------------------------
+
+    def end(self, why: str) -> None:
+        if self.ending:
+            return
+        self.ending = True
+        live = [kept.pid for kept in self.sessions.values() if not kept.reaped]
+        ended = guardian_process.end_sessions(live) if live else 0
+        for kept in self.sessions.values():
+            if not kept.reaped:
+                try:
+                    os.waitpid(kept.pid, 0)
+                except ChildProcessError:
+                    pass
+        if self.sessions:
+            print(f"uexec keeper: {why}; ended {len(self.sessions)} kept session(s) ({ended} process(es))", file=sys.stderr)
+
+    def _cleanup(self) -> None:
+        for kept in self.sessions.values():
+            for fd in (kept.pidfd, kept.master):
+                if fd is not None:
+                    os.close(fd)
+        path = self.listener.getsockname()
+        self.listener.close()
+        if isinstance(path, str) and path:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        shutil.rmtree(self.journal_dir, ignore_errors=True)
+
+
+def _same_user(connection: socket.socket) -> bool:
+    try:
+        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    except OSError:
+        return False
+    uid = int.from_bytes(credentials[4:8], sys.byteorder)
+    return uid == os.geteuid()
+
+
+def _send(connection: socket.socket | None, message: dict, fds: list[int] = ()) -> None:
+    if connection is None:
+        return
+    data = json.dumps(message).encode()
+    try:
+        if fds:
+            socket.send_fds(connection, [data], list(fds))
+        else:
+            connection.send(data)
+    except OSError:
+        pass  # a kernel that went away: its loss is noticed on the next read
+
+
+def _receive(connection: socket.socket, *, nonblocking: bool = False) -> tuple[dict | None, list[int]]:
+    """One message and its fds; (None, []) at the end of the connection."""
+    flags = socket.MSG_DONTWAIT if nonblocking else 0
+    data, fds, _flags, _address = socket.recv_fds(connection, MAX_MESSAGE_BYTES, 8, flags)
+    if not data:
+        return None, fds
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("a message must be an object")
+    return message, fds
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def serve(journal_dir: str, grace: float) -> int:
+    """The keeper's life: serve kernels until the sessions are ended (see the module docstring)."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    os.chdir("/")
+    listener = socket.socket(fileno=LISTEN_FD)
+    listener.setblocking(False)
+    first = socket.socket(fileno=FIRST_KERNEL_FD)
+    keeper = Keeper(journal_dir, grace, listener)
+    try:
+        keeper.run(first)
+    except Exception as error:  # noqa: BLE001 - whatever broke, the kept programs must not outlive us
+        print(f"uexec keeper: failed ({error!r}); ending the kept sessions", file=sys.stderr)
+        keeper.end("the keeper failed")
+        keeper._cleanup()
+        return 1
+    return 0

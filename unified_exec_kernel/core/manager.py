@@ -38,7 +38,9 @@ from .process.guardian import Guardian
 from .process.keeper import Keeper
 from .session import SCROLLBACK_BYTES, Kept, PtySession
 from .completion.shell_integration import integrate, new_nonce
+from .journal.reader import open_journal
 from .journal.store import JournalStore
+from .output.utf8 import newest
 from .process.termination import terminate_blocking
 
 log = logging.getLogger(__name__)
@@ -540,7 +542,8 @@ class UnifiedExecSessionManager:
             log.warning("uexec: the journal of kept session %s could not be taken back (%s); a new one starts", session.session_id, error)
             self.journals.record(session, self.keeper.journal_dir)
             return
-        session.resume_after(entry.file.resumed.output_end)
+        end = entry.file.resumed.output_end
+        session.resume_after(end, _history(path, end, self.scrollback_bytes))
 
     def _kept_exit(self, session_id: int, exit_code: int | None) -> None:
         session = self._kept.get(session_id)
@@ -596,6 +599,16 @@ class UnifiedExecSessionManager:
                 listener()
             except Exception:
                 log.exception("uexec: a session listener failed")
+
+
+def _history(path: str, end: int, size: int) -> bytes:
+    """The last `size` bytes of output before `end` in a journal (a few reads through its index)."""
+    try:
+        with open_journal(path) as journal:
+            return newest(journal.read(max(journal.start, end - size), end), size)
+    except (OSError, ValueError) as error:
+        log.warning("uexec: cannot read the history of %s (%s)", path, error)
+        return b""
 
 
 def _call_soon_threadsafe(loop: asyncio.AbstractEventLoop, callback, *args) -> None:

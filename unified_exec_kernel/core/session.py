@@ -56,7 +56,6 @@ class Kept:
     started: float = 0.0
     offset: int = 0  # the cleaned-output offset of the first byte the keeper sends
     raw_offset: int = 0  # the same point in the keeper's count of raw bytes
-    journaled_until: int = 0  # the journal holds the output before this offset
     state: dict = dataclasses.field(default_factory=dict)  # the prompt state at `offset`
 
 
@@ -132,8 +131,9 @@ class PtySession:
         self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
         self.kept = kept is not None
         self.restarts = 0 if kept is None else kept.restarts
-        # Output a restarted kernel's journal already holds is sent again by the keeper: dropped here.
-        self._journaled_until = 0
+        # Output a restarted kernel's journal already holds is sent again by the keeper: this many
+        # bytes of it are dropped here (`resume_after`).
+        self._resent = 0
         if kept is None:
             # The nonce goes through a pipe the shell's startup reads and closes (shell_integration.py).
             handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
@@ -145,7 +145,6 @@ class PtySession:
             self.pid = kept.pid
             self.started = kept.started or self.started
             self.offset = kept.offset
-            self._journaled_until = kept.journaled_until
             self._restore(kept.state)
             self.terminal = Terminal(kept.master_fd, on_output=self._on_output, on_eof=self._on_eof,
                                      output_fd=kept.output_fd, raw_read=kept.raw_offset)
@@ -249,7 +248,7 @@ class PtySession:
         elif mark.kind == "C":
             self.prompt = None
         self.in_command = mark.kind == "C" or (self.in_command and mark.kind not in ("A", "D"))
-        if mark.index < self._journaled_until:
+        if self._resent:
             return  # a marker the last kernel already told (its journal has it)
         for listener in list(self._prompt_listeners):
             try:
@@ -258,10 +257,10 @@ class PtySession:
                 log.exception("uexec: a prompt listener of session %s failed", self.session_id)
 
     def _fan_out(self, data: bytes) -> None:
-        if self._journaled_until > self.offset and data:
+        if self._resent and data:
             # Sent again by the keeper after a restart; the journal (and the last kernel) had it.
-            seen = min(len(data), self._journaled_until - self.offset)
-            self.offset += seen
+            seen = min(len(data), self._resent)
+            self._resent -= seen
             data = data[seen:]
         if not data:
             return
@@ -285,15 +284,19 @@ class PtySession:
     def ack_point(self) -> tuple[int, int, dict] | None:
         """(raw bytes read, cleaned offset, prompt state) at a point where nothing is half read; None if
         part of a character or a marker waits (the keeper then re-sends from the previous point)."""
-        if self.terminal.holding or (self._prompts is not None and self._prompts.held):
+        if self._resent or self.terminal.holding or (self._prompts is not None and self._prompts.held):
             return None
         state = {"prompts": self.prompts, "prompt": self.prompt, "in_command": self.in_command,
                  "prompt_has_end": self.prompt_has_end}
-        return self.terminal.raw_read, max(self.offset, self._journaled_until), state
+        return self.terminal.raw_read, self.offset, state
 
-    def resume_after(self, journaled_until: int) -> None:
-        """The journal holds this session's output up to this offset: what the keeper sends again is dropped."""
-        self._journaled_until = max(self._journaled_until, journaled_until)
+    def resume_after(self, journaled_until: int, history: bytes = b"") -> None:
+        """The journal holds this session's output up to this offset (what the keeper sends again
+        is dropped); `history`, the output just before it, is what a view attaching now replays."""
+        if journaled_until > self.offset:
+            self._resent = journaled_until - self.offset
+            self.offset = journaled_until
+        self.scrollback.push(history)
 
     def _restore(self, state: dict) -> None:
         self.prompts = int(state.get("prompts") or 0)

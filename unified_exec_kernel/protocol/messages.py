@@ -240,6 +240,7 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "exit_code": session.exit_code,
         "rows": rows,
         "cols": cols,
+        "kept": session.kept,
     }
 
 

@@ -476,7 +476,82 @@ def busy(rounds: int = 3) -> dict:
     return {name: statistics.median(values) for name, values in lines.items()} | {"rounds": rounds}
 
 
-CASES = {"round_trip": round_trip, "typed": typed, "tour": tour, "flood": flood, "interrupt": interrupt, "render": render, "busy": busy}
+RESTART_PACE_S = 2.0
+# As fast as it can: numbered 100-byte lines, its count kept in a file (not the PTY).
+_FAST = """
+import os, sys
+count = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+i = 0
+while True:
+    i += 1
+    sys.stdout.write(f"{i:08d} " + "x" * 90 + "\\n")
+    if i % 64 == 0:
+        sys.stdout.flush()
+        os.pwrite(count, b"%16d" % i, 0)
+"""
+
+
+def _restart_until_listed(kernel: Kernel, needle: str) -> float:
+    """Restart Kernel (jupyter_client's, as a front end's menu asks the server), until `%uexec_sessions` shows `needle`."""
+    started = time.perf_counter()
+    kernel.manager.restart_kernel(now=False)
+    kernel.client.wait_for_ready(timeout=60)
+    kernel.pid = kernel.manager.provisioner.process.pid
+    while needle not in kernel.check("%uexec_sessions").last_text:
+        pass
+    return time.perf_counter() - started
+
+
+def restart(rounds: int = 5) -> dict:
+    """Restart Kernel with kept sessions (a shell, a counter) against the same restart with none; then a
+    program writing as fast as it can through restarts: its pace, and what its journal lost."""
+    plain, kernel = Kernel("uexec"), Kernel("uexec")
+    bare, kept = [], []
+    try:
+        plain.check("%uexec_sessions")
+        kernel.check("%%uexec --keep --name sh\nbash -i")
+        kernel.check("%%uexec --keep --name count -t 0\nbash -c 'while :; do date +%s.%N; sleep 0.1; done'")
+        for _ in range(rounds):  # interleaved, so the machine's load weighs on both alike
+            bare.append(_restart_until_listed(plain, "no uexec sessions"))
+            kept.append(_restart_until_listed(kernel, "(kept,"))
+    finally:
+        plain.close()
+        kernel.close()
+    kernel = Kernel("uexec")
+    counter = Path(tempfile.mkdtemp()) / "count"
+    script = counter.with_name("fast.py")
+    script.write_text(_FAST)
+
+    def written() -> int:
+        text = counter.read_bytes().strip() if counter.exists() else b""
+        return int(text) if text else 0
+
+    pace = []
+    try:
+        kernel.check(f"%%uexec --keep --name fast -t 0\n{sys.executable} {script} {counter}")
+        while written() < 1000:
+            time.sleep(0.05)
+        start = written()
+        time.sleep(RESTART_PACE_S)
+        idle = (written() - start) / RESTART_PACE_S
+        for _ in range(rounds):
+            start, began = written(), time.perf_counter()
+            _restart_until_listed(kernel, "(kept,")
+            pace.append((written() - start) / (time.perf_counter() - began) / idle)
+        kernel.check("%uexec_kill fast --signal TERM")
+        kernel.check("%uexec -s fast -t 60000")
+        tail = kernel.check("%uexec_output fast --tail 1").last_text
+    finally:
+        kernel.close()
+    import re
+
+    last = int(re.search(r"^(\d{8}) ", tail, re.M).group(1))
+    lines = int(re.search(r"of ([\d,]+)", tail).group(1).replace(",", ""))
+    return {"bare": statistics.median(bare), "kept": statistics.median(kept), "pace": statistics.median(pace), "idle": idle,
+            "last": last, "lines": lines, "rounds": rounds}
+
+
+CASES = {"round_trip": round_trip, "typed": typed, "tour": tour, "flood": flood, "interrupt": interrupt, "render": render, "busy": busy, "restart": restart}
 
 
 # -- report ----------------------------------------------------------------------
@@ -567,7 +642,18 @@ def report_busy(f: dict) -> None:
     )
 
 
+def report_restart(f: dict) -> None:
+    print(
+        f"restart: until the new kernel lists its kept sessions {f['kept'] * 1000:.0f} ms vs {f['bare'] * 1000:.0f} ms "
+        f"with no sessions = {f['kept'] / f['bare']:.2f}x (goal <= 1.2x); a program writing as fast as it can "
+        f"({f['idle']:,.0f} lines/s idle) kept {f['pace']:.2f}x its pace through each restart (goal >= 0.9); "
+        f"its journal holds {f['lines']:,} lines for {f['last']:,} written: {f['last'] - f['lines']:,} lost "
+        f"(goal 0) (medians of {f['rounds']})"
+    )
+
+
 REPORTS = {
+    "restart": report_restart,
     "busy": report_busy,
     "round_trip": report_round_trip,
     "typed": report_typed,

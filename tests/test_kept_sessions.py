@@ -282,3 +282,18 @@ def test_the_servers_restart_brings_kept_sessions_back(tmp_path):
         server.stop()
     assert gone([process.pid for process in keepers() if str(server.runtime) in " ".join(process.cmdline())])
     assert leftovers(server.runtime) == []
+
+
+def test_a_kept_flood_comes_back_after_a_restart(runtime):
+    """`yes` fills the keeper's ring while the kernel goes: it must hand the session on, not fail (it did once)."""
+    kernel = Kernel()
+    try:
+        kernel.run("%%uexec --keep --name flood --timeout 500\nyes")
+        program = session_pids(kernel)["flood"]
+        restart(kernel, "graceful")
+        assert re.search(r"flood .*running \(kept, 1 restart\)", kernel.run("%uexec_sessions"))
+        assert psutil.Process(program).parent().is_running()
+        kernel.run("%uexec_kill flood")
+        assert gone([program])
+    finally:
+        kernel.shutdown()

@@ -206,7 +206,7 @@ class UnifiedExecSessionManager:
         `keep` (default: the manager's `keep_sessions`): the keeper starts and holds it,
         so it outlives this process (a kernel restart) until the next takes it back.
         """
-        keep = self.keep_sessions if keep is None else keep
+        keep = (self.keep_sessions and self.keeper is not None) if keep is None else keep
         if keep and self.keeper is None:
             raise CreateSessionError(list(argv), ValueError("kept sessions are off in this kernel (they need a kernel started by Jupyter, with its connection file)"))
         argv = command = list(argv)  # `command`: what the user gave, shown in every face

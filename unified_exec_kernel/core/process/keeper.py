@@ -169,7 +169,10 @@ class Keeper:
                 {},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, listener.fileno(), LISTEN_FD),
+                    # Not the kernel's stdout and stderr: ipykernel makes them pipes that it reads
+                    # itself, and a write to one after the kernel is gone would fail.
                     (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                     (os.POSIX_SPAWN_DUP2, theirs.fileno(), FIRST_KERNEL_FD),
                 ],
                 setsid=True,

@@ -15,10 +15,10 @@ What it does for every kept session, and why it must be this process:
   in the journal (`ack`, with the offset it has in the kernel's cleaned
   output). A kernel killed between reading output and journaling it loses
   nothing: the next one is sent the ring from the last acknowledged byte,
-  and drops what its journal already holds. A full ring stops reading (the
-  program waits), so memory stays bounded.
-- While no kernel is connected it keeps reading into the ring (up to a larger
-  cap), so the program goes on; a kernel that comes back within the grace
+  and drops what its journal already holds. A full ring (`RING_BYTES`)
+  stops reading (the program waits), so memory stays bounded.
+- While no kernel is connected it keeps reading into the ring, so the
+  program goes on; a kernel that comes back within the grace
   takes every session back; otherwise the sessions are ended as the guardian
   ends them, the kept journals removed, and the keeper exits.
 
@@ -49,10 +49,10 @@ import time
 from . import guardian_process
 from .spawn import spawn_pty
 
-CONNECTED_RING_BYTES = 16 * 1024 * 1024
-"""Output a connected kernel has not acknowledged yet; past it, reading waits for its ack."""
-OFFLINE_RING_BYTES = 64 * 1024 * 1024
-"""Output kept for the next kernel while none is connected; past it the program waits."""
+RING_BYTES = 256 * 1024 * 1024
+"""Output the journal has not acknowledged yet (a kernel still writing it, restarting, or gone); past
+it, reading waits for an ack and the program with it. A restart takes seconds: at a terminal's
+~20 MB/s that is well within it, so even a flood goes on at its pace through one."""
 READ_BYTES = 64 * 1024
 MAX_MESSAGE_BYTES = 1 << 20
 BOOTSTRAP = """\
@@ -121,7 +121,7 @@ class Keeper:
                 if kept.pidfd is not None and not kept.reaped:
                     fds[kept.pidfd] = ("exit", kept)
                     poller.register(kept.pidfd, select.POLLIN)
-                if not kept.eof and len(kept.ring) < self._ring_cap():
+                if not kept.eof and len(kept.ring) < RING_BYTES:
                     fds[kept.master] = ("master", kept)
                     poller.register(kept.master, select.POLLIN)
                 if kept.out is not None and kept.sent < kept.read:
@@ -147,9 +147,6 @@ class Keeper:
             if self.kernel is None and self.lost_at is not None and time.monotonic() >= self.lost_at + self.grace:
                 self.end(f"no kernel took its sessions back within {self.grace:g} s")
         self._cleanup()
-
-    def _ring_cap(self) -> int:
-        return CONNECTED_RING_BYTES if self.kernel is not None else OFFLINE_RING_BYTES
 
     # -- kernels -------------------------------------------------------------------
 
@@ -295,7 +292,8 @@ class Keeper:
             self._send_output(kept)
 
     def _send_output(self, kept: Kept) -> None:
-        while kept.sent < kept.read:
+        # Its kernel may have gone earlier in the same round of events.
+        while kept.out is not None and kept.sent < kept.read:
             start = kept.sent - kept.ring_start
             try:
                 sent = kept.out.send(memoryview(kept.ring)[start : start + READ_BYTES])

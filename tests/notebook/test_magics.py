@@ -116,6 +116,7 @@ BAD_INPUTS = [
     ("%%uexec\nno-such-program-here --flag\n", "no-such-program-here: command not found"),
     ("%%uexec -s 0 --keys C-c Hyper-x\n", "unknown key 'Hyper-x'"),
     ("%%uexec --shell -s 0\necho hi\n", "--shell starts a new session; it cannot go with --session"),
+    ("%%uexec --keep -s 0\necho hi\n", "--keep is chosen when a session starts; a running session cannot become kept (start a new one with --keep)"),
     ("%%uexec\necho 'unterminated\n", "cannot split the command line"),
     ("%uexec_kill", "give a session id or --all"),
     ("%%uexec --out 2bad\necho never-run\n", "--out needs a variable name, not '2bad'"),

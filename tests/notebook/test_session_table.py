@@ -20,3 +20,9 @@ def test_table_in_text_and_html_escapes_and_aligns():
 
 def test_age_reads_in_the_unit_a_person_would_use():
     assert [age(5), age(125), age(7300)] == ["5 s", "2 min", "2.0 h"]
+
+
+def test_a_kept_session_says_so_with_the_restarts_it_has_lived_through():
+    rows = SessionTable([SessionInfo(0, ["bash"], kept=True), SessionInfo(1, ["bash"], kept=True, restarts=1),
+                         SessionInfo(2, ["bash"], alive=False, exit_code=0, kept=True, restarts=3), SessionInfo(3, ["bash"])]).rows
+    assert [row[4] for row in rows] == ["running (kept)", "running (kept, 1 restart)", "exited (kept, 3 restarts)", "running"]

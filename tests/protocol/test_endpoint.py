@@ -177,3 +177,15 @@ async def test_read_without_journals_says_they_are_off(peer):
     endpoint.receive({"type": "read", "request_id": 1, "session_id": 0})
     reply = await answer(sent, "error", 1)
     assert reply["message"] == "journals are off in this kernel (c.UnifiedExec.journal = False)"
+
+
+async def test_exec_keep_says_in_one_line_when_it_cannot_keep(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": "k", "session_id": None, "input_chunks": ["true"], "keep": True})
+    error = await answer(sent, "error", "k")
+    assert (error["error"], error["message"]) == ("CreateSession", "Failed to create session: true: kept sessions are off in this kernel (they need a kernel started by Jupyter, with its connection file)")
+    endpoint.receive({"type": "exec", "request_id": "s", "session_id": None, "input_chunks": ["sleep", "30"], "timeout_ms": 0})
+    session_id = (await answer(sent, "result", "s"))["session_id"]
+    endpoint.receive({"type": "exec", "request_id": "w", "session_id": session_id, "input_chunks": ["x"], "keep": True})
+    error = await answer(sent, "error", "w")
+    assert error["message"] == "keep is chosen when a session starts; a running session cannot become kept"

@@ -178,7 +178,8 @@ def test_kept_sessions_end_when_no_kernel_comes_back_within_the_grace(runtime, t
 def test_ten_kept_sessions_through_twenty_restarts_hold_no_more_than_they_did(runtime):
     kernel = Kernel()
     try:
-        kernel.run("for i in range(10):\n    get_ipython().run_cell_magic('uexec', f'--keep --name s{i} --timeout 0', 'bash -i')")
+        for i in range(10):
+            kernel.run(f"%%uexec --keep --name s{i}\nbash -i")
         keeper = psutil.Process(session_pids(kernel)["s0"]).parent()  # the keeper is every kept program's parent
         assert any("uexec keeper" in part for part in keeper.cmdline())
 
@@ -212,7 +213,7 @@ def test_another_kernel_of_the_same_user_cannot_take_them(runtime):
             from unified_exec_kernel.core.process.keeper import Keeper
             from ipykernel.connect import get_connection_file
             try:
-                Keeper(keeper_socket({connection_file!r}), keeper_token(get_connection_file())).take_back()
+                await Keeper(keeper_socket({connection_file!r}), keeper_token(get_connection_file())).take_back()
             except OSError as error:
                 print(error)
             """))

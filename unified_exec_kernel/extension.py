@@ -39,6 +39,8 @@ from .live.widget import LiveViews
 log = logging.getLogger(__name__)
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
 _loads = itertools.count()
+TAKE_BACK_S = 15.0
+"""How long loading waits for kept sessions to come back (the keeper answers in milliseconds)."""
 
 
 def load_ipython_extension(ipython) -> None:
@@ -79,7 +81,7 @@ def load_ipython_extension(ipython) -> None:
 def _take_back(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:
     """The sessions the last kernel with this id kept: back before the first cell runs."""
     try:
-        taken = bridge.call(manager.take_back)
+        taken = bridge.wait(manager.take_back, timeout=TAKE_BACK_S)
     except (KeeperError, OSError) as error:
         log.warning("uexec: %s", error)
         return

@@ -57,6 +57,19 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 @dataclass
+class _Plan:
+    """A new session, checked and ready to start."""
+
+    session_id: int
+    argv: list[str]
+    command: list[str]
+    environment: dict[str, str]
+    nonce: str | None
+    name: str | None
+    cwd: str | None
+
+
+@dataclass
 class _Managed:
     session: PtySession
     last_used: float
@@ -124,6 +137,7 @@ class UnifiedExecSessionManager:
         self.keep_sessions = keep_sessions
         self._acks: dict[int, int] = {}  # kept session id -> raw offset last acknowledged
         self._kept: dict[int, PtySession] = {}  # kept sessions until closed (a closing one still hears its exit)
+        self._early_exits: dict[int, int | None] = {}  # told before the session was registered (a fast exit)
         self._ack_timer: asyncio.TimerHandle | None = None
         if keeper is not None:
             keeper.on_exit(self._kept_exit)
@@ -149,7 +163,7 @@ class UnifiedExecSessionManager:
         An integrated shell (see `spawn`) is waited on until its first prompt.
         """
         compile_until(until)  # a bad pattern starts nothing
-        session_id = self.spawn(argv, name=name, cwd=cwd, env=env, integration=integration, keep=keep)
+        session_id = await self.launch(argv, name=name, cwd=cwd, env=env, integration=integration, keep=keep)
         return await self.write(session_id, timeout_ms=timeout_ms, stop=stop, until=until, quiet_ms=quiet_ms, first_prompt=True)
 
     async def write(
@@ -195,7 +209,6 @@ class UnifiedExecSessionManager:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
-        keep: bool | None = None,
     ) -> int:
         """Start `argv` in a new session without waiting; its id.
 
@@ -203,14 +216,42 @@ class UnifiedExecSessionManager:
         it with `write(session_id)`. `name` must not be held by a running
         session. `integration` (default: the manager's `shell_integration`)
         starts bash or zsh so that it reports where each command ends.
-        `keep` (default: the manager's `keep_sessions`): the keeper starts and holds it,
-        so it outlives this process (a kernel restart) until the next takes it back.
+        A session that may be kept is started with `await launch(...)`.
         """
+        plan = self._plan(argv, name, cwd, env, integration)
+        return self._open(plan, None)
+
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        integration: bool | None = None,
+        keep: bool | None = None,
+    ) -> int:
+        """`spawn`, kept or not: `keep` (default: the manager's `keep_sessions`, where it has a keeper)
+        has the keeper start and hold it, so it outlives this process (a kernel restart) until the next
+        takes it back. Awaits the keeper's answer; the session is open (and read) once this returns."""
         keep = (self.keep_sessions and self.keeper is not None) if keep is None else keep
         if keep and self.keeper is None:
             raise CreateSessionError(list(argv), ValueError("kept sessions are off in this kernel (they need a kernel started by Jupyter, with its connection file)"))
+        plan = self._plan(argv, name, cwd, env, integration)
+        if not keep:
+            return self._open(plan, None)
+        try:
+            spawned = await self.keeper.spawn(plan.session_id, plan.argv, plan.environment, cwd=cwd, rows=24, cols=80,
+                                              handoff=None if plan.nonce is None else f"{plan.nonce}\n",
+                                              meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": time.time()})
+        except OSError as error:
+            raise CreateSessionError(plan.command, error) from error
+        self._check_name(plan.command, name)  # another session may have taken it while the keeper answered
+        return self._open(plan, Kept(spawned.pid, spawned.master_fd, spawned.output_fd))
+
+    def _plan(self, argv, name, cwd, env, integration) -> _Plan:
+        """Everything a new session needs, checked before anything starts (its id taken last)."""
         argv = command = list(argv)  # `command`: what the user gave, shown in every face
-        session_id = next(self._next_id)
         if not argv or not argv[0]:
             raise MissingCommandLineError()
         self._check_name(argv, name)
@@ -227,38 +268,37 @@ class UnifiedExecSessionManager:
                 nonce = None  # not bash or zsh, or not interactive: runs as it is
             else:
                 argv, environment = integrated
+        return _Plan(next(self._next_id), argv, command, environment, nonce, name, cwd)
+
+    def _open(self, plan: _Plan, kept: Kept | None) -> int:
+        session_id = plan.session_id
         try:
-            kept = None
-            if keep:
-                spawned = self.keeper.spawn(session_id, argv, environment, cwd=cwd, rows=24, cols=80, handoff=None if nonce is None else f"{nonce}\n",
-                                            meta={"name": name, "command": command, "nonce": nonce, "started": time.time()})
-                kept = Kept(spawned.pid, spawned.master_fd, spawned.output_fd)
             session = PtySession(
                 session_id,
-                argv,
-                environment,
+                plan.argv,
+                plan.environment,
                 buffer_bytes=self.output_max_bytes,
                 scrollback_bytes=self.scrollback_bytes,
                 backend=self.spawn_backend,
-                cwd=cwd,
-                prompt_nonce=nonce,
-                name=name,
-                command=command,
+                cwd=plan.cwd,
+                prompt_nonce=plan.nonce,
+                name=plan.name,
+                command=plan.command,
                 kept=kept,
             )
         except OSError as error:
-            raise CreateSessionError(command, error) from error
+            raise CreateSessionError(plan.command, error) from error
         if self.journals is not None:
             # Before the loop reads its first output; a kept session's journal lives with its keeper.
-            self.journals.record(session, self.keeper.journal_dir if keep else None)
+            self.journals.record(session, self.keeper.journal_dir if kept is not None else None)
         managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
-        if keep:
-            self._kept[session_id] = session
+        if kept is not None:
+            self._register_kept(session)
             self._acknowledge_soon()
         else:
             self._guard(session.pid)
-        if name is not None:
-            self._names[name] = session_id
+        if plan.name is not None:
+            self._names[plan.name] = session_id
         if len(self._sessions) >= self.warn_sessions:
             managed.notice = (
                 f"Warning: {len(self._sessions)} sessions are open; at {self.max_sessions} the least "
@@ -498,7 +538,7 @@ class UnifiedExecSessionManager:
         if self.keeper is not None:
             self.keeper.close()
 
-    def take_back(self) -> list[int]:
+    async def take_back(self) -> list[int]:
         """Take back the sessions the keeper held for this kernel id: their ids (none without a keeper).
 
         On the engine's loop, before any session starts: they keep their ids, names and
@@ -508,7 +548,7 @@ class UnifiedExecSessionManager:
         if self.keeper is None:
             return []
         taken = []
-        for held in self.keeper.take_back():
+        for held in await self.keeper.take_back():
             meta = held.meta
             session_id = int(meta["id"])
             kept = Kept(held.spawn.pid, held.spawn.master_fd, held.spawn.output_fd, restarts=int(meta.get("restarts", 1)),
@@ -519,11 +559,11 @@ class UnifiedExecSessionManager:
                                  command=meta.get("command"), kept=kept)
             self._adopt_journal(session)
             self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
-            self._kept[session_id] = session
             if session.name is not None:
                 self._names[session.name] = session_id
             if held.exited:
                 session.report_exit(held.exit_code)
+            self._register_kept(session)
             session.on_exit(lambda _session: self._changed())
             taken.append(session_id)
         if taken:
@@ -545,10 +585,18 @@ class UnifiedExecSessionManager:
         end = entry.file.resumed.output_end
         session.resume_after(end, _history(path, end, self.scrollback_bytes))
 
+    def _register_kept(self, session: PtySession) -> None:
+        self._kept[session.session_id] = session
+        if session.session_id in self._early_exits:
+            session.report_exit(self._early_exits.pop(session.session_id))
+
     def _kept_exit(self, session_id: int, exit_code: int | None) -> None:
         session = self._kept.get(session_id)
         if session is not None:
             session.report_exit(exit_code)
+        else:
+            # The keeper reaped it before its spawn's answer or a take-back was handled here.
+            self._early_exits[session_id] = exit_code
 
     def _forget_kept(self, session_id: int) -> None:
         self._kept.pop(session_id, None)

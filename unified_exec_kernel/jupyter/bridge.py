@@ -83,6 +83,13 @@ class Bridge:
         self.engine.loop().call_soon_threadsafe(run)
         return future.result(CALL_TIMEOUT_S)
 
+    def wait(self, function: Callable[..., Any], *args: Any, timeout: float) -> Any:
+        """Run `function(*args)` (plain or a coroutine function) on the engine and block this thread until
+        it is done: for a thread that may block, never a loop's (the extension's load, before the
+        kernel's loop runs)."""
+        future = asyncio.run_coroutine_threadsafe(_as_coroutine(function, *args), self.engine.loop())
+        return future.result(timeout)
+
     def post(self, function: Callable[..., Any], *args: Any) -> None:
         """Run `function(*args)` on the engine soon, in the caller's context; from any thread.
 

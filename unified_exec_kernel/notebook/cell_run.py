@@ -66,11 +66,11 @@ async def run_in_cell(
     live = request.live and not_built is None
     view = None if live else CellOutput(raw=request.raw or request.agent_format)
 
-    def begin() -> tuple[int, Callable[[], None]]:
-        # On the engine's loop, in one step: it reads a new session at once,
-        # so the view must hear it from the spawn on, or miss its first words.
+    async def begin() -> tuple[int, Callable[[], None]]:
+        # On the engine's loop, in one step once the session is open: it reads a new
+        # session at once, so the view must hear it from the start, or miss its first words.
         if request.argv is not None:
-            session_id = manager.spawn(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
+            session_id = await manager.launch(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
         else:
             session_id = manager.session(request.session_id).session_id
         watching = view.watch(manager.session(session_id), bridge.to_kernel) if view is not None else (lambda: None)

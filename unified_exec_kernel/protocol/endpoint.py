@@ -156,7 +156,7 @@ class Endpoint:
             raise ValueError("keep is chosen when a session starts; a running session cannot become kept")
         # `exec` is the seed's request: with no session, the chunks are an argv.
         if key is None:
-            session_id = self.manager.spawn(
+            session_id = await self.manager.launch(
                 chunks,
                 name=messages.optional_str(data, "name"),
                 cwd=messages.optional_str(data, "cwd"),

@@ -77,7 +77,7 @@ async def test_a_kept_program_goes_on_and_loses_nothing_across_a_handover(place)
     await let_go(first)
     second = place.kernel()
     try:
-        assert second.take_back() == [0]
+        assert await second.take_back() == [0]
         [info] = second.list_sessions()
         assert (info.session_id, info.name, info.kept, info.restarts) == (0, "count", True, 1)
         result = await second.write("count", timeout_ms=30_000)
@@ -100,7 +100,7 @@ async def test_a_program_that_exits_while_no_kernel_holds_it_reports_its_exit_co
     await async_wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout=10)
     second = place.kernel()
     try:
-        assert second.take_back() == [started.session_id]
+        assert await second.take_back() == [started.session_id]
         result = await second.write(started.session_id, timeout_ms=10_000)
         assert (result.exit_code, result.session_id) == (7, None)
     finally:
@@ -117,7 +117,7 @@ async def test_a_kept_shell_takes_typed_commands_after_the_handover_with_their_e
     await let_go(first)
     second = place.kernel()
     try:
-        second.take_back()
+        await second.take_back()
         result = await second.write("sh", 'echo "$PWD $KEPT"; (exit 3)\n')
         assert (result.ended_by, result.command_exit_code) == ("command", 3)
         assert "/tmp yes" in result.output
@@ -133,7 +133,7 @@ async def test_new_sessions_are_numbered_after_the_ones_taken_back(place):
     await let_go(first)
     second = place.kernel()
     try:
-        assert second.take_back() == [0, 2]
+        assert await second.take_back() == [0, 2]
         assert (await second.start(["true"], timeout_ms=5000)).exit_code == 0
         assert second.spawn(["sleep", "60"]) == 4
     finally:
@@ -146,10 +146,10 @@ async def test_a_kernel_without_the_token_gets_nothing_and_the_right_one_still_d
     await let_go(first)
     stranger = place.kernel(token="another kernel's proof")
     with pytest.raises(KeeperError, match="refused them: this kernel is not the one its sessions were kept for"):
-        stranger.take_back()
+        await stranger.take_back()
     second = place.kernel()
     try:
-        assert second.take_back() == [0]
+        assert await second.take_back() == [0]
     finally:
         await second.close_all()
 

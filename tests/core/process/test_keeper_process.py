@@ -18,7 +18,7 @@ async def test_a_second_kernel_is_refused_while_the_first_holds_the_sessions(pla
         await first.start(["sleep", "60"], keep=True, timeout_ms=0)
         second = place.kernel()
         with pytest.raises(KeeperError, match=r"refused them: kernel \d+ still holds these sessions"):
-            second.take_back()
+            await second.take_back()
         assert (await first.write(0, "", timeout_ms=0)).session_id == 0  # the first is served as before
     finally:
         await first.close_all()
@@ -33,7 +33,7 @@ async def test_a_connection_that_says_nothing_does_not_hold_the_keeper_up(place)
     try:
         second = place.kernel()
         started = time.monotonic()
-        assert second.take_back() == [0]
+        assert await second.take_back() == [0]
         assert time.monotonic() - started < 5  # the keeper gave the silent one up (0.5 s), not us
         await second.close_all()
     finally:
@@ -50,7 +50,7 @@ async def test_a_hello_with_a_bad_message_is_refused_not_fatal(place):
     garbage.close()
     second = place.kernel()
     try:
-        assert second.take_back() == [0]
+        assert await second.take_back() == [0]
         assert len(keepers(place)) == 1
     finally:
         await second.close_all()

@@ -22,9 +22,10 @@ kernel id. Why each choice:
   go to the master directly (no hop for typing). What was relayed stays in
   the keeper until `ack` says it is in the journal: a kernel killed between
   reading output and writing it loses nothing.
-- Spawning asks the keeper and waits for its answer, as ptyprocess waits for
-  its child's exec: a short round trip to an idle local process, bounded by
-  `TIMEOUT_S`. Everything else is one message, never waited for.
+- Everything here runs on the loop without blocking it: a spawn or a
+  take-back awaits the keeper's answer (a future the socket's reader
+  resolves), bounded by `TIMEOUT_S`; acks and the rest are one message each,
+  never waited for.
 
 Sessions that are not kept never touch any of this.
 """
@@ -35,12 +36,10 @@ import asyncio
 import json
 import logging
 import os
-import select
 import signal
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -81,7 +80,7 @@ class KeptSession:
 
 
 class Keeper:
-    """Speaks to this kernel's keeper process; lives on the loop that owns the sessions."""
+    """Speaks to this kernel's keeper process, on the loop that owns the sessions; never blocks it."""
 
     def __init__(self, socket_path: str, token: str, *, journal_root: str | None = None, grace: float = DEFAULT_GRACE_S,
                  python: str | None = None):
@@ -96,7 +95,10 @@ class Keeper:
         self._exit_fd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_exit: Callable[[int, int | None], None] | None = None
-        self._early: list[dict] = []  # exits that came while a spawn waited for its answer
+        self._starting: asyncio.Future | None = None
+        # Answers awaited, by what they answer: ("welcome", None), ("spawned", id) (also takes "failed").
+        self._waiting: dict[tuple, asyncio.Future] = {}
+        self._handed_back: list[KeptSession] | None = None  # sessions arriving during a take-back
 
     @property
     def connected(self) -> bool:
@@ -108,49 +110,34 @@ class Keeper:
 
     # -- starting, or taking back ------------------------------------------------------
 
-    def take_back(self) -> list[KeptSession]:
+    async def take_back(self) -> list[KeptSession]:
         """Connect to a keeper left by this kernel id's last kernel: its sessions (none if there is no keeper)."""
         if not os.path.exists(self.socket_path):
             return []
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        sock.settimeout(TIMEOUT_S)
+        sock.setblocking(False)
+        loop = asyncio.get_running_loop()
         try:
-            sock.connect(self.socket_path)
-        except OSError:
+            await asyncio.wait_for(loop.sock_connect(sock, self.socket_path), TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError):
             sock.close()
             _unlink_stale(self.socket_path)
             return []
-        try:
-            _send(sock, {"op": "hello", "token": self.token, "pid": os.getpid()})
-            welcome, fds = _receive(sock)
-            _close(fds)
-            if welcome is None or welcome.get("op") != "welcome":
-                why = (welcome or {}).get("why", "it closed the connection")
-                raise KeeperError(f"the keeper of this kernel's kept sessions refused them: {why}")
-            self.journal_dir = welcome.get("journal_dir")
-            kept = []
-            while True:
-                message, fds = _receive(sock)
-                if message is None:
-                    raise KeeperError("the keeper closed the connection while handing sessions back")
-                if message.get("op") == "ready":
-                    _close(fds)
-                    break
-                if message.get("op") != "session" or len(fds) != 2:
-                    _close(fds)
-                    continue
-                kept.append(KeptSession(
-                    meta=message, spawn=KeptSpawn(message["pid"], *_nonblocking(fds)),
-                    exit_code=message.get("exit_code"), exited=bool(message.get("exited")),
-                    clean_offset=int(message.get("clean", 0)), state=message.get("state") or {}, gap=int(message.get("gap", 0)),
-                ))
-        except BaseException:
-            sock.close()
-            raise
+        self._handed_back = []
         self._attach(sock)
-        return kept
+        welcome, ready = self._expect(("welcome", None)), self._expect(("ready", None))
+        try:
+            await self._send({"op": "hello", "token": self.token, "pid": os.getpid()})
+            self.journal_dir = (await self._answer(("welcome", None), welcome)).get("journal_dir")
+            await self._answer(("ready", None), ready)
+            return self._handed_back
+        except KeeperError:
+            self.close()
+            raise
+        finally:
+            self._handed_back = None
 
-    def _start(self) -> None:
+    async def _start(self) -> None:
         """Start the keeper process with its listening socket and our connection to it."""
         self.journal_dir = tempfile.mkdtemp(prefix="uexec-kept-", dir=self.journal_root)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -185,20 +172,16 @@ class Keeper:
         finally:
             listener.close()
             theirs.close()
-        ours.settimeout(TIMEOUT_S)
-        _send(ours, {"op": "hello", "token": self.token, "pid": os.getpid()})
-        welcome, fds = _receive(ours)
-        _close(fds)
-        if welcome is None or welcome.get("op") != "welcome":
-            ours.close()
-            raise KeeperError("the keeper of kept sessions did not start")
+        ours.setblocking(False)
         self._attach(ours)
         self._watch_child()
+        welcome = self._expect(("welcome", None))
+        await self._send({"op": "hello", "token": self.token, "pid": os.getpid()})
+        await self._answer(("welcome", None), welcome)
 
     def _attach(self, sock: socket.socket) -> None:
         self._sock = sock
         self._loop = asyncio.get_running_loop()
-        sock.setblocking(False)
         self._loop.add_reader(sock.fileno(), self._on_readable)
 
     def _watch_child(self) -> None:
@@ -221,23 +204,28 @@ class Keeper:
 
     # -- kept sessions -------------------------------------------------------------------
 
-    def spawn(self, session_id: int, argv: Sequence[str], env: Mapping[str, str], *, cwd: str | None, rows: int, cols: int,
-              handoff: str | None, meta: dict) -> KeptSpawn:
+    async def spawn(self, session_id: int, argv: Sequence[str], env: Mapping[str, str], *, cwd: str | None, rows: int,
+                    cols: int, handoff: str | None, meta: dict) -> KeptSpawn:
         """Have the keeper start `argv` as a kept session. Raises OSError as spawning would."""
         if self._sock is None:
-            self._start()
-        self._request({"op": "spawn", "id": session_id, "argv": list(argv), "env": dict(env), "cwd": cwd,
-                       "rows": rows, "cols": cols, "handoff": handoff, "meta": meta})
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            message, fds = self._wait_message(deadline)
-            if message.get("id") == session_id and message.get("op") == "spawned" and len(fds) == 2:
-                return KeptSpawn(message["pid"], *_nonblocking(fds))
-            _close(fds)
-            if message.get("id") == session_id and message.get("op") == "failed":
-                raise OSError(message.get("errno", 0), message.get("error", "the keeper could not start it"))
-            self._early.append(message)
-            self._loop.call_soon(self._dispatch_early)
+            if self._starting is None:
+                self._starting = asyncio.ensure_future(self._start())
+            try:
+                await asyncio.shield(self._starting)
+            finally:
+                if self._starting.done():
+                    self._starting = None
+        message = {"op": "spawn", "id": session_id, "argv": list(argv), "env": dict(env), "cwd": cwd,
+                   "rows": rows, "cols": cols, "handoff": handoff, "meta": meta}
+        if len(json.dumps(message)) > MAX_MESSAGE_BYTES:
+            raise OSError(f"the command and its environment are too large for a kept session (at most {MAX_MESSAGE_BYTES:,} bytes)")
+        answer_to = ("spawned", session_id)
+        answer = self._expect(answer_to)
+        await self._send(message)
+        reply = await self._answer(answer_to, answer)
+        if reply.get("op") == "failed":
+            raise OSError(reply.get("errno", 0), reply.get("error", "the keeper could not start it"))
+        return KeptSpawn(reply["pid"], *reply["fds"])
 
     def ack(self, session_id: int, raw: int, clean: int, state: dict) -> None:
         """Output up to `raw` (the keeper's count) is in the journal, as cleaned output up to `clean`."""
@@ -252,7 +240,7 @@ class Keeper:
         sock = self._sock
         if sock is not None:
             try:
-                sock.send(json.dumps({"op": "end"}).encode())
+                sock.send(json.dumps({"op": "end"}).encode(), socket.MSG_DONTWAIT)
             except OSError:
                 pass
 
@@ -268,39 +256,47 @@ class Keeper:
                 self._loop.remove_reader(self._exit_fd)
             os.close(self._exit_fd)
             self._exit_fd = None
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(KeeperError("the keeper of kept sessions went away"))
+                waiting.add_done_callback(asyncio.Future.exception)  # nobody may be awaiting it any more
+        self._waiting.clear()
 
     # -- messages --------------------------------------------------------------------------
 
-    def _request(self, message: dict) -> None:
-        data = json.dumps(message).encode()
-        if len(data) > MAX_MESSAGE_BYTES:
-            raise OSError(f"the command and its environment take {len(data):,} bytes; a kept session takes at most {MAX_MESSAGE_BYTES:,}")
+    async def _send(self, message: dict) -> None:
+        if self._sock is None:
+            raise KeeperError("the keeper of kept sessions went away")
         try:
-            _send_within(self._sock, data, time.monotonic() + TIMEOUT_S)
-        except OSError as error:
-            raise KeeperError(f"the keeper of kept sessions did not answer ({error.strerror or error})") from error
+            await asyncio.wait_for(self._loop.sock_sendall(self._sock, json.dumps(message).encode()), TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError) as error:
+            raise KeeperError(f"the keeper of kept sessions did not answer ({error or 'timed out'})") from error
 
     def _post(self, message: dict) -> None:
         if self._sock is None:
             return
         try:
-            self._sock.send(json.dumps(message).encode())
+            self._sock.send(json.dumps(message).encode(), socket.MSG_DONTWAIT)
         except OSError:
             pass  # a full or lost keeper: acks are repeated, and its loss shows as EOF on our reader
 
-    def _wait_message(self, deadline: float) -> tuple[dict, list[int]]:
-        while True:
-            try:
-                message, fds = _receive(self._sock, nonblocking=True)
-            except BlockingIOError:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not select.select([self._sock], [], [], remaining)[0]:
-                    raise KeeperError("the keeper of kept sessions did not answer in time") from None
-                continue
-            if message is None:
-                self._lost()
-                raise KeeperError("the keeper of kept sessions went away")
-            return message, fds
+    def _expect(self, key: tuple) -> asyncio.Future:
+        future = self._waiting.get(key)
+        if future is None:
+            future = self._waiting[key] = self._loop.create_future()
+        return future
+
+    async def _answer(self, key: tuple, future: asyncio.Future | None = None) -> dict:
+        future = future or self._expect(key)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise KeeperError("the keeper of kept sessions did not answer in time") from None
+        finally:
+            if self._waiting.get(key) is future:
+                del self._waiting[key]
+            if not future.done():
+                future.cancel()
 
     def _on_readable(self) -> None:
         while self._sock is not None:
@@ -310,39 +306,50 @@ class Keeper:
                 return
             except (OSError, ValueError):
                 message, fds = None, []
-            _close(fds)
             if message is None:
+                _close(fds)
                 self._lost()
                 return
-            self._handle(message)
+            self._handle(message, fds)
 
-    def _dispatch_early(self) -> None:
-        early, self._early = self._early, []
-        for message in early:
-            self._handle(message)
-
-    def _handle(self, message: dict) -> None:
-        if message.get("op") == "exit" and self._on_exit is not None:
-            self._on_exit(message.get("id"), message.get("code"))
+    def _handle(self, message: dict, fds: list[int]) -> None:
+        op = message.get("op")
+        if op == "session" and self._handed_back is not None and len(fds) == 2:
+            output = _nonblocking(fds)
+            self._handed_back.append(KeptSession(
+                meta=message, spawn=KeptSpawn(message["pid"], *output), exit_code=message.get("exit_code"),
+                exited=bool(message.get("exited")), clean_offset=int(message.get("clean", 0)),
+                state=message.get("state") or {}, gap=int(message.get("gap", 0)),
+            ))
+            return
+        if op in ("spawned", "failed"):
+            key = ("spawned", message.get("id"))
+            if op == "spawned" and len(fds) == 2:
+                message = {**message, "fds": _nonblocking(fds)}
+                fds = []
+        elif op in ("welcome", "ready", "refused"):
+            key = ("welcome" if op == "refused" and ("welcome", None) in self._waiting else op, None)
+        else:
+            key = None
+        _close(fds)
+        if op == "exit":
+            if self._on_exit is not None:
+                self._on_exit(message.get("id"), message.get("code"))
+            return
+        future = self._waiting.get(key) if key is not None else None
+        if future is None or future.done():
+            if op == "spawned":
+                _close(list(message.get("fds", ())))  # its spawn gave up waiting: the keeper ends it when we forget it
+                self.forget(message.get("id"))
+            return
+        if op == "refused":
+            future.set_exception(KeeperError(f"the keeper of this kernel's kept sessions refused them: {message.get('why', '')}"))
+        else:
+            future.set_result(message)
 
     def _lost(self) -> None:
         log.warning("uexec: the keeper of kept sessions went away; kept sessions cannot outlive this kernel now")
         self.close()
-
-
-def _send(sock: socket.socket, message: dict) -> None:
-    sock.send(json.dumps(message).encode())
-
-
-def _send_within(sock: socket.socket, data: bytes, deadline: float) -> None:
-    while True:
-        try:
-            sock.send(data, socket.MSG_DONTWAIT)
-            return
-        except BlockingIOError:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([], [sock], [], remaining)[1]:
-                raise TimeoutError("timed out") from None
 
 
 def _receive(sock: socket.socket, *, nonblocking: bool = False) -> tuple[dict | None, list[int]]:

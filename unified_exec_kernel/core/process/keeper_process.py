@@ -35,6 +35,7 @@ kept session, with its fds, then `ready`), `spawned` / `failed`, `exit`,
 
 from __future__ import annotations
 
+import collections
 import errno
 import hmac
 import json
@@ -105,6 +106,9 @@ class Keeper:
         self.lost_at: float | None = time.monotonic()  # no kernel yet: the first one connects at once
         self.sessions: dict[int, Kept] = {}
         self.ending = False
+        # Messages for the kernel not sent yet (its socket was full), with the fds they carry and
+        # those to close once sent: never dropped, so no answer or exit is lost.
+        self.outbox: collections.deque[tuple[bytes, list[int], list[int]]] = collections.deque()
 
     # -- the loop ----------------------------------------------------------------
 
@@ -116,7 +120,7 @@ class Keeper:
             poller.register(self.listener, select.POLLIN)
             if self.kernel is not None:
                 fds[self.kernel.fileno()] = ("kernel", None)
-                poller.register(self.kernel, select.POLLIN)
+                poller.register(self.kernel, select.POLLIN | (select.POLLOUT if self.outbox else 0))
             for kept in self.sessions.values():
                 if kept.pidfd is not None and not kept.reaped:
                     fds[kept.pidfd] = ("exit", kept)
@@ -135,6 +139,8 @@ class Keeper:
                 if kind == "listen":
                     self._accept()
                 elif kind == "kernel":
+                    if flags & select.POLLOUT:
+                        self._flush()
                     self._from_kernel()
                 elif kind == "exit":
                     self._reap(kept)
@@ -169,6 +175,8 @@ class Keeper:
             connection.close()
             return
         if self.kernel is not None:
+            self._from_kernel()  # it may have gone, its end not read yet: the new one may be its restart
+        if self.kernel is not None:
             _send(connection, {"op": "refused", "why": f"kernel {self.kernel_pid} still holds these sessions"})
             connection.close()
             return
@@ -188,9 +196,12 @@ class Keeper:
                 self.end("the kernel that started the keeper never said hello")
                 return
             self.token = hello["token"]
+        # From here on never waited on: a read that finds nothing must return at once (a stale
+        # event of a kernel that went may name this one's descriptor).
+        connection.setblocking(False)
         self.kernel, self.kernel_pid, self.lost_at = connection, int(hello.get("pid") or 0), None
         sessions = list(self.sessions.values())
-        _send(connection, {"op": "welcome", "journal_dir": self.journal_dir, "sessions": len(sessions)})
+        self._tell({"op": "welcome", "journal_dir": self.journal_dir, "sessions": len(sessions)})
         for kept in sessions:
             kept.meta["restarts"] = kept.meta.get("restarts", 0) + 1
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -199,12 +210,36 @@ class Keeper:
             kept.sent = kept.acked["raw"]
             gap = max(0, kept.ring_start - kept.sent)
             kept.sent = max(kept.sent, kept.ring_start)
-            _send(connection, {"op": "session", **kept.describe(), "gap": gap}, [kept.master, theirs.fileno()])
-            theirs.close()
+            self._tell({"op": "session", **kept.describe(), "gap": gap}, [kept.master, theirs.fileno()], close=[theirs.detach()])
             self._maybe_close_output(kept)
-        _send(connection, {"op": "ready"})
+        self._tell({"op": "ready"})
+
+    def _tell(self, message: dict, fds: list[int] = (), *, close: list[int] = ()) -> None:
+        """Send the kernel a message, in order after any still waiting; never blocks, never drops."""
+        self.outbox.append((json.dumps(message).encode(), list(fds), list(close)))
+        self._flush()
+
+    def _flush(self) -> None:
+        while self.outbox and self.kernel is not None:
+            data, fds, close = self.outbox[0]
+            try:
+                if fds:
+                    socket.send_fds(self.kernel, [data], fds, socket.MSG_DONTWAIT)
+                else:
+                    self.kernel.send(data, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            except OSError:
+                return  # it went: its end is read next
+            self.outbox.popleft()
+            for fd in close:
+                os.close(fd)
 
     def _lost_kernel(self) -> None:
+        for _data, _fds, close in self.outbox:
+            for fd in close:
+                os.close(fd)
+        self.outbox.clear()
         if self.kernel is not None:
             self.kernel.close()
         self.kernel, self.lost_at = None, time.monotonic()
@@ -214,17 +249,22 @@ class Keeper:
                 kept.out = None
 
     def _from_kernel(self) -> None:
-        try:
-            message, fds = _receive(self.kernel, nonblocking=True)
-        except BlockingIOError:
-            return
-        except (OSError, ValueError):
-            message, fds = None, []
-        for fd in fds:
-            os.close(fd)
-        if message is None:
-            self._lost_kernel()
-            return
+        """Everything the kernel sent so far (and its end, if it went)."""
+        while self.kernel is not None and not self.ending:
+            try:
+                message, fds = _receive(self.kernel, nonblocking=True)
+            except BlockingIOError:
+                return
+            except (OSError, ValueError):
+                message, fds = None, []
+            for fd in fds:
+                os.close(fd)
+            if message is None:
+                self._lost_kernel()
+                return
+            self._act(message)
+
+    def _act(self, message: dict) -> None:
         op = message.get("op")
         if op == "spawn":
             self._spawn(message)
@@ -255,15 +295,13 @@ class Keeper:
             finally:
                 os.chdir("/")
         except OSError as error:
-            _send(self.kernel, {"op": "failed", "id": meta["id"], "errno": error.errno or errno.EIO,
-                                "error": error.strerror or str(error)})
+            self._tell({"op": "failed", "id": meta["id"], "errno": error.errno or errno.EIO, "error": error.strerror or str(error)})
             return
         kept = self.sessions[meta["id"]] = Kept(meta, spawned.pid, spawned.master_fd)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ours.setblocking(False)
         kept.out = ours
-        _send(self.kernel, {"op": "spawned", "id": kept.id, "pid": kept.pid}, [kept.master, theirs.fileno()])
-        theirs.close()
+        self._tell({"op": "spawned", "id": kept.id, "pid": kept.pid}, [kept.master, theirs.fileno()], close=[theirs.detach()])
 
     def _acked(self, kept: Kept, message: dict) -> None:
         raw = min(message["raw"], kept.sent)
@@ -325,7 +363,7 @@ class Keeper:
             os.close(kept.pidfd)
             kept.pidfd = None
         if self.kernel is not None:
-            _send(self.kernel, {"op": "exit", "id": kept.id, "code": kept.exit_code})
+            self._tell({"op": "exit", "id": kept.id, "code": kept.exit_code})
 
     def _forget(self, kept: Kept) -> None:
         if not kept.reaped:

@@ -427,39 +427,51 @@ def tour(runs: int = 3) -> dict:
 
 
 BUSY_S = 3.0
-# A chatty program: ~200-byte lines every 0.5 ms, its line count kept in a file
-# (not the PTY), so its progress can be read whatever happens to its output.
-_CHATTY = """
+# A program printing numbered lines (`WIDTH` bytes each, a pause of `PAUSE` s between flushes of
+# `EVERY` lines), its line count kept in a file (not the PTY), so its progress can be read whatever
+# happens to its output.
+_WRITER = """
 import os, sys, time
 count = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+width, pause, every = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 i = 0
 while True:
     i += 1
-    sys.stdout.write(f"{i:08d} " + "x" * 190 + "\\n")
-    sys.stdout.flush()
-    os.pwrite(count, b"%16d" % i, 0)
-    time.sleep(0.0005)
+    sys.stdout.write(f"{i:08d} " + "x" * (width - 10) + "\\n")
+    if i % every == 0:
+        sys.stdout.flush()
+        os.pwrite(count, b"%16d" % i, 0)
+        if pause:
+            time.sleep(pause)
 """
+
+
+class _Writer:
+    """Where a `_WRITER` program is, and how many lines it has written so far."""
+
+    def __init__(self, width: int, pause: float, every: int):
+        self.counter = Path(tempfile.mkdtemp()) / "count"
+        script = self.counter.with_name("writer.py")
+        script.write_text(_WRITER)
+        self.command = f"{sys.executable} {script} {self.counter} {width} {pause} {every}"
+
+    def written(self) -> int:
+        text = self.counter.read_bytes().strip() if self.counter.exists() else b""
+        return int(text) if text else 0
 
 
 def busy(rounds: int = 3) -> dict:
     """Lines a fast-printing session writes during a 3 s cell of Python, over lines in 3 s with the kernel idle."""
     kernel = Kernel("uexec")
-    counter = Path(tempfile.mkdtemp()) / "count"
-    script = counter.with_name("chatty.py")
-    script.write_text(_CHATTY)
-
-    def written() -> int:
-        text = counter.read_bytes().strip() if counter.exists() else b""
-        return int(text) if text else 0
-
+    chatty = _Writer(200, 0.0005, 1)  # ~200-byte lines every 0.5 ms
+    written = chatty.written
     cells = {
         "time.sleep": f"import time\ntime.sleep({BUSY_S})",
         "pure Python loop": f"import time\nend = time.monotonic() + {BUSY_S}\nwhile time.monotonic() < end:\n    pass",
     }
     lines: dict[str, list[float]] = {"idle": [], **{name: [] for name in cells}}
     try:
-        kernel.check(f"%%uexec --name chatty -t 0\n{sys.executable} {script} {counter}")
+        kernel.check(f"%%uexec --name chatty -t 0\n{chatty.command}")
         while written() < 100:  # started and printing
             time.sleep(0.05)
         for _ in range(rounds):
@@ -477,18 +489,6 @@ def busy(rounds: int = 3) -> dict:
 
 
 RESTART_PACE_S = 2.0
-# As fast as it can: numbered 100-byte lines, its count kept in a file (not the PTY).
-_FAST = """
-import os, sys
-count = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
-i = 0
-while True:
-    i += 1
-    sys.stdout.write(f"{i:08d} " + "x" * 90 + "\\n")
-    if i % 64 == 0:
-        sys.stdout.flush()
-        os.pwrite(count, b"%16d" % i, 0)
-"""
 
 
 def _restart_until_listed(kernel: Kernel, needle: str) -> float:
@@ -518,17 +518,11 @@ def restart(rounds: int = 5) -> dict:
         plain.close()
         kernel.close()
     kernel = Kernel("uexec")
-    counter = Path(tempfile.mkdtemp()) / "count"
-    script = counter.with_name("fast.py")
-    script.write_text(_FAST)
-
-    def written() -> int:
-        text = counter.read_bytes().strip() if counter.exists() else b""
-        return int(text) if text else 0
-
+    fast = _Writer(100, 0, 64)  # as fast as it can
+    written = fast.written
     pace = []
     try:
-        kernel.check(f"%%uexec --keep --name fast -t 0\n{sys.executable} {script} {counter}")
+        kernel.check(f"%%uexec --keep --name fast -t 0\n{fast.command}")
         while written() < 1000:
             time.sleep(0.05)
         start = written()

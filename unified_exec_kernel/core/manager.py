@@ -141,6 +141,7 @@ class UnifiedExecSessionManager:
         self._ack_timer: asyncio.TimerHandle | None = None
         if keeper is not None:
             keeper.on_exit(self._kept_exit)
+            keeper.on_lost(self._keeper_lost)
 
     # -- start and write -------------------------------------------------------
 
@@ -584,6 +585,11 @@ class UnifiedExecSessionManager:
             return
         end = entry.file.resumed.output_end
         session.resume_after(end, _history(path, end, self.scrollback_bytes))
+
+    def _keeper_lost(self) -> None:
+        # Its programs have no keeper now: they end with this kernel, however it ends, like any session.
+        for session in self._kept.values():
+            session.kept = False
 
     def _register_kept(self, session: PtySession) -> None:
         self._kept[session.session_id] = session

@@ -205,3 +205,28 @@ async def test_a_program_the_keeper_cannot_start_is_the_usual_error(place):
         assert manager.list_sessions() == []
     finally:
         await manager.close_all()
+
+
+async def test_sessions_whose_keeper_was_killed_end_with_the_kernel_like_any_other(place):
+    manager = place.kernel()
+    await manager.start(["sleep", "60"], keep=True, timeout_ms=0)
+    program = manager.session(0).pid
+    [keeper] = keepers(place)
+    try:
+        keeper.kill()
+        await async_wait_until(lambda: not manager.keeper.connected, timeout=10)
+        assert [info.kept for info in manager.list_sessions()] == [False]
+        manager.terminate_all_threadsafe()  # what a kernel's shutdown, atexit or SIGTERM does
+        assert not psutil.pid_exists(program) or psutil.Process(program).status() == psutil.STATUS_ZOMBIE
+    finally:
+        await manager.close_all()
+
+
+async def test_a_kept_program_holds_none_of_the_keepers_descriptors(place):
+    manager = place.kernel()
+    try:
+        await manager.start(["sleep", "60"], keep=True, timeout_ms=0)
+        program = psutil.Process(manager.session(0).pid)
+        assert sorted(fd for fd in os.listdir(f"/proc/{program.pid}/fd")) == ["0", "1", "2"]
+    finally:
+        await manager.close_all()

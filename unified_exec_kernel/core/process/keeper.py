@@ -95,6 +95,7 @@ class Keeper:
         self._exit_fd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_exit: Callable[[int, int | None], None] | None = None
+        self._on_lost: Callable[[], None] | None = None
         self._starting: asyncio.Future | None = None
         # Answers awaited, by what they answer: ("welcome", None), ("spawned", id) (also takes "failed").
         self._waiting: dict[tuple, asyncio.Future] = {}
@@ -107,6 +108,10 @@ class Keeper:
     def on_exit(self, callback: Callable[[int, int | None], None]) -> None:
         """Told (session id, exit code) when a kept program exits: the keeper reaped it."""
         self._on_exit = callback
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Told when the keeper went away while we were connected (killed): nothing is kept any more."""
+        self._on_lost = callback
 
     # -- starting, or taking back ------------------------------------------------------
 
@@ -350,6 +355,8 @@ class Keeper:
     def _lost(self) -> None:
         log.warning("uexec: the keeper of kept sessions went away; kept sessions cannot outlive this kernel now")
         self.close()
+        if self._on_lost is not None:
+            self._on_lost()
 
 
 def _receive(sock: socket.socket, *, nonblocking: bool = False) -> tuple[dict | None, list[int]]:

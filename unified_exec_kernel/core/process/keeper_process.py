@@ -456,6 +456,18 @@ def serve(journal_dir: str, grace: float) -> int:
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     os.chdir("/")
+    # Whatever else the kernel let us inherit is not ours to hold, nor our programs'.
+    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
+        fd = int(name)
+        if fd > 2 and fd != FIRST_KERNEL_FD:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    for fd in (LISTEN_FD, FIRST_KERNEL_FD):
+        # Handed over by posix_spawn's dup2, so inheritable: no program we start may hold them
+        # (one holding the kernel's connection would hide its end from the kernel).
+        os.set_inheritable(fd, False)
     listener = socket.socket(fileno=LISTEN_FD)
     listener.setblocking(False)
     first = socket.socket(fileno=FIRST_KERNEL_FD)

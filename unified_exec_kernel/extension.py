@@ -76,6 +76,7 @@ def unload_ipython_extension(ipython) -> None:
     if manager is None:
         return
     rewrite.uninstall(ipython)
+    _unregister_magics(ipython, current.magics_of(ipython))  # else %%uexec would restart the engine
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
@@ -91,6 +92,16 @@ def unload_ipython_extension(ipython) -> None:
     task = loop.create_task(bridge.stop_async(manager.close_all))
     _closing.add(task)
     task.add_done_callback(_closing.discard)
+
+
+def _unregister_magics(ipython, magics) -> None:
+    """Take our magics off the shell (IPython has no call for it): `%%uexec` then is unknown, as before loading."""
+    table = ipython.magics_manager.magics
+    for kind, names in magics.magics.items():
+        for name in names:
+            if getattr(table[kind].get(name), "__self__", None) is magics:
+                del table[kind][name]
+    ipython.magics_manager.registry.pop(type(magics).__name__, None)
 
 
 def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:

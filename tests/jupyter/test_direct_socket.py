@@ -157,3 +157,26 @@ def test_a_kernel_id_comes_from_a_jupyter_connection_file_name():
     assert kernel_id_of("/tmp/tmpab12cd.json") == ""
     assert kernel_id_of("/r/kernel-.json") == ""
     assert kernel_id_of(None) == ""
+
+
+async def test_a_burst_of_connections_while_the_loop_is_busy_is_queued_not_refused(runtime):
+    """A page reloading its views connects many times at once; none may meet EAGAIN (a backlog of 16,
+    or asyncio's 100, refused the rest while the loop had not accepted yet)."""
+    channel = await started(str(runtime / "kernel-burst.json"))
+    clients, refused = [], 0
+    try:
+        for _ in range(300):  # no await: the loop accepts none meanwhile, as a busy one would not
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            clients.append(client)
+            if client.connect_ex(channel.path) != 0:
+                refused += 1
+        assert refused == 0
+        deadline = time.monotonic() + 10
+        while len(channel._connections) < len(clients) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert len(channel._connections) == len(clients)  # every one is served in the end
+    finally:
+        for client in clients:
+            client.close()
+        await channel.stop()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
 from .completion.collect import Collected, WaitFor, collect, compile_until
-from .errors import CreateSessionError, MissingCommandLineError, UnknownSessionIdError
+from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError
 from .models import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
@@ -186,7 +186,6 @@ class UnifiedExecSessionManager:
         starts bash or zsh so that it reports where each command ends.
         """
         argv = command = list(argv)  # `command`: what the user gave, shown in every face
-        session_id = next(self._next_id)
         if not argv or not argv[0]:
             raise MissingCommandLineError()
         self._check_name(argv, name)
@@ -203,6 +202,7 @@ class UnifiedExecSessionManager:
                 nonce = None  # not bash or zsh, or not interactive: runs as it is
             else:
                 argv, environment = integrated
+        session_id = next(self._next_id)  # only once every check passed: a refused request takes no id
         try:
             session = PtySession(
                 session_id,
@@ -237,12 +237,10 @@ class UnifiedExecSessionManager:
         if name is None:
             return
         if not _NAME.fullmatch(name):
-            raise CreateSessionError(
-                argv, ValueError(f"{name!r} cannot name a session: {NAME_RULE}")
-            )
+            raise InvalidSessionNameError(f"{name!r} cannot name a session: {NAME_RULE}")
         holder = self._sessions.get(self._names.get(name, -1))
         if holder is not None and holder.session.alive:
-            raise CreateSessionError(argv, ValueError(f"the name {name!r} is held by running session {holder.session.session_id}"))
+            raise InvalidSessionNameError(f"the name {name!r} is held by running session {holder.session.session_id}")
 
     def _inherited_env(self) -> dict[str, str]:
         if not self.env_remove:

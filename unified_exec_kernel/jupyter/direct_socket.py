@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 MAX_SOCKET_PATH_BYTES = 107  # sun_path holds 108 with its NUL
 PRIVATE_PREFIX = "uexec-"
 PRIVATE_NAME = "s"
+BACKLOG = socket.SOMAXCONN
+"""Connections waiting to be accepted, at most (the kernel caps it at net.core.somaxconn): a page
+reloading its views, or a server relaying many tabs at once, connects in a burst, and a short
+queue refuses the rest with EAGAIN while the engine's loop is busy."""
 STALE_AFTER_S = 60.0
 """A private directory younger than this may be a kernel's between bind and listen: never swept."""
 
@@ -175,7 +179,7 @@ class DirectSocket:
             info = os.lstat(path)
             self._identity = (info.st_dev, info.st_ino)
             self.path = path
-            sock.listen(16)
+            sock.listen(BACKLOG)
             sock.setblocking(False)
         except OSError:
             sock.close()
@@ -189,7 +193,7 @@ class DirectSocket:
             return protocol
 
         try:
-            self._server = await loop.create_unix_server(connection, sock=sock)
+            self._server = await loop.create_unix_server(connection, sock=sock, backlog=BACKLOG)  # asyncio listens again, with 100 by default
         except OSError as error:
             log.warning("uexec: the direct channel's socket could not serve (%s)", error)
             sock.close()

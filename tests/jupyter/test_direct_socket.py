@@ -127,6 +127,36 @@ async def test_what_kernels_that_died_hard_left_in_the_runtime_dir_is_swept(runt
     await channel.stop()
 
 
+async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared_connection_file(runtime):
+    """Connection files in a shared directory (/tmp, tempfile's) get pointers; a kernel killed hard
+    left its pointer there for good."""
+    shared = runtime / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    dead_socket = runtime / "dead.sock"
+    bound(dead_socket)
+    orphan = socket_names(str(shared / "tmpgone.json"))[1]
+    Path(orphan).write_text(f"{dead_socket}\n")
+    vanished = socket_names(str(shared / "tmpvanished.json"))[1]
+    Path(vanished).write_text(f"{runtime / 'no-such.sock'}\n")
+    alive = socket_names(str(shared / "tmpalive.json"))[1]
+    (shared / "tmpalive.json").write_text("{}")
+    Path(alive).write_text(f"{dead_socket}\n")  # its connection file is there: its own kernel decides
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(runtime / "busy.sock"))
+    listening.listen(1)
+    busy = socket_names(str(shared / "tmpbusy.json"))[1]
+    Path(busy).write_text(f"{runtime / 'busy.sock'}\n")  # something listens: not provably dead
+    try:
+        channel = await started(str(shared / "tmpnew.json"))
+        assert channel.path is not None and find_socket(str(shared / "tmpnew.json")) == channel.path
+        assert not os.path.exists(orphan) and not os.path.exists(dead_socket) and not os.path.exists(vanished)
+        assert os.path.exists(alive) and os.path.exists(busy)
+        await channel.stop()
+    finally:
+        listening.close()
+
+
 def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
     old_dead = runtime / f"{PRIVATE_PREFIX}old"
     young_dead = runtime / f"{PRIVATE_PREFIX}young"

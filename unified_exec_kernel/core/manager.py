@@ -414,7 +414,8 @@ class UnifiedExecSessionManager:
     def _guard(self, leader_pid: int) -> None:
         if self.guardian:
             if self._guardian is None:
-                self._guardian = Guardian(asyncio.get_running_loop())
+                journal_dir = self.journals.directory if self.journals is not None else None
+                self._guardian = Guardian(asyncio.get_running_loop(), journal_dir=journal_dir)
             self._guardian.watch(leader_pid)
 
     def _unguard(self, leader_pid: int) -> None:

@@ -212,3 +212,30 @@ def test_a_starting_kernel_sweeps_the_journals_of_kernels_that_are_gone_and_only
     finally:
         live.close()
     assert not os.path.exists(live.directory)
+
+
+def test_a_kernel_killed_without_a_guardian_has_its_journals_swept_by_the_next_kernel(tmp_path):
+    """Nobody was left to notice the first kernel's end: the next kernel's start does, and leaves live ones alone."""
+    runtime = tmp_path / "runtime"
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.UnifiedExec.guardian = False\n")
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), "IPYTHONDIR": str(tmp_path / "ipython")}
+    first, live = Kernel("uexec", env=env), Kernel("uexec", env=env)
+    try:
+        first.run("%%uexec --name j\necho journaled\n")
+        live_dirs = {path for path in runtime.iterdir() if path.name.startswith("uexec-journals-") and f"-{live.pid}-" in path.name}
+        (dead,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-") and f"-{first.pid}-" in path.name]
+        os.kill(first.pid, signal.SIGKILL)
+        first.manager.provisioner.process.wait(10)  # gone; with no guardian nothing removes its journals yet
+        assert dead.exists() and any(path.name.startswith("session-") for path in dead.iterdir())
+        after = Kernel("uexec", env=env)
+        try:
+            assert "ok" in after.run("print('ok')")
+            assert not dead.exists()
+            assert live_dirs and all(path.exists() for path in live_dirs)  # a live kernel's is never swept
+        finally:
+            after.shutdown()
+    finally:
+        first.shutdown()
+        live.shutdown()

@@ -147,11 +147,19 @@ async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared
     listening.listen(1)
     busy = socket_names(str(shared / "tmpbusy.json"))[1]
     Path(busy).write_text(f"{runtime / 'busy.sock'}\n")  # something listens: not provably dead
+    theirs = socket_names(str(shared / "tmptheirs.json"))
+    bound(theirs[0])
+    Path(theirs[1]).write_text(f"{theirs[0]}\n")
+    if os.geteuid() == 0:
+        for path in theirs:
+            os.chown(path, 12345, 12345)
     try:
         channel = await started(str(shared / "tmpnew.json"))
         assert channel.path is not None and find_socket(str(shared / "tmpnew.json")) == channel.path
         assert not os.path.exists(orphan) and not os.path.exists(dead_socket) and not os.path.exists(vanished)
         assert os.path.exists(alive) and os.path.exists(busy)
+        if os.geteuid() == 0:
+            assert all(os.path.exists(path) for path in theirs)  # another user's: never touched
         await channel.stop()
     finally:
         listening.close()

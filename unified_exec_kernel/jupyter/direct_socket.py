@@ -215,10 +215,15 @@ def sweep_runtime_dir(directory: str, names: Names) -> None:
             if not name.endswith(suffix) or name[: -len(suffix)] + ".json" in present:
                 continue
             path = os.path.join(directory, name)
-            if suffix == socket_suffix:
-                _clear_stale(path)
-            else:
-                _clear_stale_pointer(path)
+            try:
+                if os.lstat(path).st_uid != os.geteuid():
+                    continue  # another user's, in a shared directory: never ours to remove
+                if suffix == socket_suffix:
+                    _clear_stale(path)
+                else:
+                    _clear_stale_pointer(path)
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove
 
 
 def _clear_stale_pointer(pointer: str) -> None:

@@ -3,6 +3,7 @@
     python benchmarks/bench_direct.py            # all cases
     python benchmarks/bench_direct.py keys       # the echo only
     python benchmarks/bench_direct.py flood      # the flood only
+    python benchmarks/bench_direct.py misbehave  # the kernel's memory under a client that never reads
 
 One `jupyter server` (token, private runtime dir) and one `uexec` kernel; a
 `cat` session in canonical mode, so the line discipline echoes each typed
@@ -20,6 +21,12 @@ flood_*: `seq 1 2000000` (15.8 MB through the terminal) to an attached view
 that acknowledges every 64 KiB as the page does: MB/s from the key that
 starts it to `exited`, and the bytes skipped (0 when the view keeps up).
 The browser's own figures (paint, xterm.js) are benchmarks/bench_live.py's.
+
+misbehave: the kernel's RSS before and after a client on its socket that
+sends and never reads: 200 `I` frames of 1 MiB to a program that never reads
+its terminal (`sleep`), then 400 `attach`es of a session with a full
+scrollback. The input window and the bound on unread replies keep both near
+0 (docs/protocol.md, "Flow control"); before them, +206 MiB and +100 MiB.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.kernel_ws import Channels  # noqa: E402
+from tests.misbehaving_client import MIB, attach_storm, keystroke_flood, settled_rss  # noqa: E402
 from tests.server_process import JupyterServer  # noqa: E402
 from unified_exec_kernel.protocol import frames  # noqa: E402
 from unified_exec_kernel.protocol.address import find_socket  # noqa: E402
@@ -178,6 +186,41 @@ async def flood(carrier, sid) -> str:
     return f"{received / seconds / 1e6:6.1f} MB/s  {received / 1e6:.1f} MB in {seconds:.2f} s in {frames_seen} frames, skipped {skipped_total}"
 
 
+def kernel_pid(connection_file: Path) -> int:
+    """The kernel process the server started with this connection file."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(connection_file).encode() in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    raise RuntimeError(f"no process runs {connection_file}")
+
+
+async def misbehave(server, kernel_id) -> str:
+    channels = await Channels.connect(f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels", server.token)
+    try:
+        _, text = await channels.execute("%%uexec --name deaf -t 0\nsleep 600\n")
+        deaf = int(text.split("[session ")[1].split()[0])
+        await channels.execute("%%uexec --name full -t 3000\nsh -c \"head -c 300000 /dev/zero | tr '\\\\0' x; sleep 600\"\n")
+        connection_file = server.runtime / f"kernel-{kernel_id}.json"
+        pid, path = kernel_pid(connection_file), find_socket(str(connection_file))
+        before = await asyncio.to_thread(settled_rss, pid, 1.0)
+        keys, sent = await asyncio.to_thread(keystroke_flood, path, deaf)
+        after_keys = await asyncio.to_thread(settled_rss, pid)
+        storm, attaches = await asyncio.to_thread(attach_storm, path, "full")
+        after_attaches = await asyncio.to_thread(settled_rss, pid)
+        keys.close()
+        storm.close()
+        await channels.execute("%uexec_kill deaf\n%uexec_kill full\n")
+    finally:
+        channels.close()
+    return (
+        f"kernel RSS {before / MIB:.1f} MiB; {sent} x 1 MiB keys to a program that never reads: "
+        f"{(after_keys - before) / MIB:+.1f} MiB; {attaches} attaches never read: {(after_attaches - after_keys) / MIB:+.1f} MiB"
+    )
+
+
 async def main(cases: list[str]) -> None:
     server = Server()
     try:
@@ -204,9 +247,11 @@ async def main(cases: list[str]) -> None:
                 await carrier.open(server, kernel_id)
                 print(f"{name:12s} {await flood(carrier, flood_sid)}")
                 carrier.close()
+        if "misbehave" in cases:
+            print(f"{'misbehave':12s} {await misbehave(server, kernel_id)}")
     finally:
         server.stop()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ["keys", "flood"]))
+    asyncio.run(main(sys.argv[1:] or ["keys", "flood", "misbehave"]))

@@ -104,3 +104,26 @@ def test_unloading_the_extension_ends_its_sessions_and_the_kernel_lives_on():
         assert kernel.run("print(6 * 7)").strip() == "42"
     finally:
         kernel.shutdown()
+
+
+def test_after_unloading_the_magics_are_gone_and_nothing_restarts_the_engine():
+    """`%%uexec` after `%unload_ext` ran on a restarted engine; now it is unknown, as before loading."""
+    kernel = Kernel("python3")
+    try:
+        kernel.run("%load_ext unified_exec_kernel")
+        kernel.run("%%uexec\ntrue\n")
+        kernel.run("%unload_ext unified_exec_kernel")
+        count = "import threading\nprint(sum(t.name == 'uexec-engine' for t in threading.enumerate()))"
+        deadline = time.monotonic() + 20
+        while kernel.run(count).strip() != "0":
+            assert time.monotonic() < deadline, "the engine's thread did not end after the unload"
+            time.sleep(0.05)
+        ran = kernel.execute("%%uexec\necho should-not-run\n")
+        assert ran.reply["evalue"] == "Cell magic `%%uexec` not found."
+        ran = kernel.execute("%uexec_sessions")
+        assert ran.reply["evalue"].startswith("Line magic function `%uexec_sessions` not found")
+        assert kernel.run(count).strip() == "0"
+        kernel.run("%load_ext unified_exec_kernel")  # and loading again brings them back
+        assert "back" in kernel.run("%%uexec\necho back\n")
+    finally:
+        kernel.shutdown()

@@ -6,8 +6,12 @@ import asyncio
 import subprocess
 import sys
 
+import pytest
+
 from unified_exec_kernel.core.journal import JournalStore, open_journal
 from unified_exec_kernel.core.manager import UnifiedExecSessionManager
+
+from .malformed_casts import MALFORMED
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -40,3 +44,21 @@ def test_record_of_a_file_that_is_not_asciicast_is_one_line(tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == "error: notes.txt is not an asciicast recording: its first line is not a JSON header\n"
     assert not (tmp_path / "out.cast").exists()
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+@pytest.mark.parametrize("v2", [False, True])
+def test_record_of_a_malformed_recording_is_one_line_naming_the_file(tmp_path, name, v2):
+    (tmp_path / name).write_text(MALFORMED[name])
+    done = cli("record", str(tmp_path / name), str(tmp_path / "out.cast"), *(["--v2"] if v2 else []))
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {name}") and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "out.cast").exists()
+
+
+async def test_record_v2_counts_only_the_events_it_wrote(tmp_path):
+    """v2 has no exit event and no comments: they were counted all the same."""
+    journal = await kept_journal(tmp_path)
+    done = await asyncio.to_thread(cli, "record", journal, str(tmp_path / "out.cast"), "--v2")
+    written = len((tmp_path / "out.cast").read_text().splitlines()) - 1  # the header is no event
+    assert done.stdout == f"wrote {tmp_path / 'out.cast'}: asciicast v2, {written:,} events\n"

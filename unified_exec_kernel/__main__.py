@@ -59,15 +59,16 @@ def record(argv: list[str]) -> int:
     parser.add_argument("--v2", action="store_true", help="write asciicast v2 (the asciinema CLI 2.x reads it) instead of v3")
     args = parser.parse_args(argv)
 
-    from .core.journal import JournalError, open_journal
+    from .core.journal import open_journal
     from .core.journal.export import export
+    from .core.journal.reader import UNEXPECTED, unreadable
 
     version = 2 if args.v2 else 3
     try:
         with open_journal(args.journal) as journal:
             events = export(journal, args.file, version=version)
-    except JournalError as error:
-        print(f"error: {error}", file=sys.stderr)
+    except UNEXPECTED as error:  # JournalError among them: the file's problem, in one line
+        print(f"error: {unreadable(args.journal, error)}", file=sys.stderr)
         return 1
     except OSError as error:
         print(f"error: cannot write {args.file}: {error.strerror or error}", file=sys.stderr)

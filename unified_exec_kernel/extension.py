@@ -70,7 +70,7 @@ def load_ipython_extension(ipython) -> None:
 
         comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
     direct, kernel_id = _direct_channel(settings, manager, bridge) if kernel is not None else (None, "")
-    close_sessions_on_sigterm(ipython, manager, also=direct.release if direct is not None else None)
+    close_sessions_on_sigterm(ipython, manager, also=functools.partial(_before_sigterm, direct, manager.journals))
     current.set_manager(ipython, manager, magics, bridge)
     current.set_kernel_id(ipython, kernel_id)
     ipython._uexec_end = end  # what unload takes off atexit
@@ -105,6 +105,7 @@ def unload_ipython_extension(ipython) -> None:
     if manager is None:
         return
     rewrite.uninstall(ipython)
+    _unregister_magics(ipython, current.magics_of(ipython))  # else %%uexec would restart the engine
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
@@ -120,6 +121,24 @@ def unload_ipython_extension(ipython) -> None:
     task = loop.create_task(bridge.stop_async(manager.close_all))
     _closing.add(task)
     task.add_done_callback(_closing.discard)
+
+
+def _before_sigterm(direct: DirectSocket | None, journals) -> None:
+    """What must not outlive a kernel that SIGTERM ends: the direct channel's files, the journals."""
+    if direct is not None:
+        direct.release()
+    if journals is not None:
+        journals.remove_now()
+
+
+def _unregister_magics(ipython, magics) -> None:
+    """Take our magics off the shell (IPython has no call for it): `%%uexec` then is unknown, as before loading."""
+    table = ipython.magics_manager.magics
+    for kind, names in magics.magics.items():
+        for name in names:
+            if getattr(table[kind].get(name), "__self__", None) is magics:
+                del table[kind][name]
+    ipython.magics_manager.registry.pop(type(magics).__name__, None)
 
 
 def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge, *, restart: bool = True) -> None:

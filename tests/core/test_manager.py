@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from unified_exec_kernel.core.errors import InvalidSessionNameError
 from unified_exec_kernel import (
     CreateSessionError,
     MissingCommandLineError,
@@ -336,9 +337,24 @@ async def test_a_nul_byte_anywhere_in_a_command_is_a_create_session_error_and_st
 
 @pytest.mark.parametrize("name", ["-5", "5", "--all", "", " sh", "a b", "é"])
 async def test_a_name_that_could_read_as_an_id_or_an_option_is_refused(manager, name):
-    with pytest.raises(CreateSessionError, match="starts with a letter or _"):
+    with pytest.raises(InvalidSessionNameError, match="starts with a letter or _") as refused:
         manager.spawn(["true"], name=name)
+    assert not isinstance(refused.value, CreateSessionError)  # the request's fault, not the program failing
+    assert str(refused.value).startswith(f"{name!r} cannot name a session")
     assert manager.list_sessions() == []
+
+
+async def test_a_refused_request_takes_no_session_id(manager):
+    """Ids count sessions that started: a bad name, a missing directory or no command leave no gap."""
+    first = manager.spawn(["true"])
+    with pytest.raises(InvalidSessionNameError):
+        manager.spawn(["true"], name="a b")
+    manager.spawn(["sleep", "30"], name="x")
+    with pytest.raises(InvalidSessionNameError, match="held by running session"):
+        manager.spawn(["true"], name="x")
+    with pytest.raises(CreateSessionError, match="no such directory"):
+        manager.spawn(["true"], cwd="/no/such/dir")
+    assert manager.spawn(["true"]) == first + 2  # "x" took one; the refusals none
 
 
 @pytest.mark.parametrize("name", ["sh", "build-1", "py3.12", "_tmp"])

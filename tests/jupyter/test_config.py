@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import os
+import pwd
+import re
+import shutil
+import signal
 import subprocess
+import time
 import sys
+import tempfile
 
 import pytest
+from pathlib import Path
+
 from traitlets import TraitError
 from traitlets.config import Config
 
@@ -94,7 +102,7 @@ def test_a_config_file_configures_the_kernel(tmp_path):
 def test_journals_go_in_a_private_directory_of_the_kernel_under_journal_dir(tmp_path):
     store = settings(journal_dir=str(tmp_path / "base"), journal_session_bytes=4096, journal_kernel_bytes=8192).journal_store("kernel-abc-42")
     try:
-        assert store.directory == str(tmp_path / "base" / "uexec-journals-kernel-abc-42")
+        assert re.fullmatch(re.escape(str(tmp_path / "base" / "uexec-journals-kernel-abc-42-")) + "[0-9a-f]{16}", store.directory)
         assert os.stat(store.directory).st_mode & 0o777 == 0o700
         assert (store.session_bytes, store.kernel_bytes, store.record_input, store.keep) == (4096, 8192, False, False)
     finally:
@@ -114,8 +122,120 @@ def test_a_kernels_journals_live_in_the_runtime_dir_and_go_with_it(tmp_path):
     try:
         kernel.run("%%uexec --name j\necho journaled\n")
         (directory,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-")]
-        assert directory.name.endswith(f"-{kernel.pid}") and directory.stat().st_mode & 0o777 == 0o700
+        assert f"-{kernel.pid}-" in directory.name and directory.stat().st_mode & 0o777 == 0o700
         assert {path.stat().st_mode & 0o777 for path in directory.iterdir()} == {0o600}
     finally:
         kernel.shutdown()
     assert not directory.exists()
+
+
+OTHER_USER = "uexec-other"
+
+
+def other_user() -> int:
+    """The uid of a second Unix user (made if absent): a shared directory's other party."""
+    if os.geteuid() != 0:
+        pytest.skip("a second user's files can only be made as root")
+    try:
+        return pwd.getpwnam(OTHER_USER).pw_uid
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER], check=True, timeout=30)
+        return pwd.getpwnam(OTHER_USER).pw_uid
+
+
+@pytest.fixture
+def shared():
+    """A directory every user may write to, as /tmp (the test's own tmp_path is closed to others)."""
+    folder = Path(tempfile.mkdtemp(prefix="uexec-shared-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_shared_journal_dir_never_uses_what_another_user_made_there(shared):
+    """With journal_dir=/tmp the name was predictable: another user's directory of that name was used
+    (and its owner could move the files), and a symlink there made loading fail with a ValueError."""
+    uid = other_user()
+    as_other = ["runuser", "-u", OTHER_USER, "--"]
+    subprocess.run([*as_other, "mkdir", "-m", "0777", str(shared / "uexec-journals-kernel-abc-42")], check=True, timeout=30)
+    subprocess.run([*as_other, "ln", "-s", "/", str(shared / "uexec-journals-kernel-xyz-7")], check=True, timeout=30)
+    for name in ("kernel-abc-42", "kernel-xyz-7"):
+        store = settings(journal_dir=str(shared)).journal_store(name)
+        try:
+            info = os.lstat(store.directory)
+            assert info.st_uid == os.geteuid() and info.st_mode & 0o7777 == 0o700 and not os.path.islink(store.directory)
+            assert os.path.basename(store.directory).startswith(f"uexec-journals-{name}-")
+        finally:
+            store.close()
+    assert os.stat(shared / "uexec-journals-kernel-abc-42").st_uid == uid  # theirs, untouched
+    assert os.path.islink(shared / "uexec-journals-kernel-xyz-7")
+
+
+def journal_dir_of(runtime) -> Path:
+    (directory,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-")]
+    return directory
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_kernel_that_is_killed_leaves_no_journals(tmp_path, how):
+    """SIGTERM (the kernel's own handler) and SIGKILL (its guardian) used to leave everything the sessions printed."""
+    runtime = tmp_path / "runtime"
+    kernel = Kernel("uexec", env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)})
+    try:
+        kernel.run("%%uexec --name j\necho journaled; sleep 300 &\n")
+        directory = journal_dir_of(runtime)
+        assert any(path.name.startswith("session-") for path in directory.iterdir())
+        os.kill(kernel.pid, how)
+        deadline = time.monotonic() + 20
+        while directory.exists():
+            assert time.monotonic() < deadline, sorted(path.name for path in directory.iterdir())
+            time.sleep(0.05)
+    finally:
+        kernel.shutdown()
+
+
+def test_a_starting_kernel_sweeps_the_journals_of_kernels_that_are_gone_and_only_those(tmp_path):
+    base = tmp_path / "base"
+    dead = subprocess.run(
+        [sys.executable, "-c", "from unified_exec_kernel.core.journal.lifetime import make_kernel_dir; print(make_kernel_dir(%r, 'kernel-dead')[0])" % str(base.mkdir() or base)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    open(os.path.join(dead, "session-0.cast"), "w").close()
+    live = settings(journal_dir=str(base)).journal_store("kernel-live")
+    try:
+        assert not os.path.exists(dead)  # its kernel (the process above) is gone: swept
+        newer = settings(journal_dir=str(base)).journal_store("kernel-newer")
+        try:
+            assert os.path.isdir(live.directory)  # a live kernel's is never swept
+        finally:
+            newer.close()
+    finally:
+        live.close()
+    assert not os.path.exists(live.directory)
+
+
+def test_a_kernel_killed_without_a_guardian_has_its_journals_swept_by_the_next_kernel(tmp_path):
+    """Nobody was left to notice the first kernel's end: the next kernel's start does, and leaves live ones alone."""
+    runtime = tmp_path / "runtime"
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.UnifiedExec.guardian = False\n")
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), "IPYTHONDIR": str(tmp_path / "ipython")}
+    first, live = Kernel("uexec", env=env), Kernel("uexec", env=env)
+    try:
+        first.run("%%uexec --name j\necho journaled\n")
+        live_dirs = {path for path in runtime.iterdir() if path.name.startswith("uexec-journals-") and f"-{live.pid}-" in path.name}
+        (dead,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-") and f"-{first.pid}-" in path.name]
+        os.kill(first.pid, signal.SIGKILL)
+        first.manager.provisioner.process.wait(10)  # gone; with no guardian nothing removes its journals yet
+        assert dead.exists() and any(path.name.startswith("session-") for path in dead.iterdir())
+        after = Kernel("uexec", env=env)
+        try:
+            assert "ok" in after.run("print('ok')")
+            assert not dead.exists()
+            assert live_dirs and all(path.exists() for path in live_dirs)  # a live kernel's is never swept
+        finally:
+            after.shutdown()
+    finally:
+        first.shutdown()
+        live.shutdown()

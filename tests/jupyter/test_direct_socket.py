@@ -127,6 +127,44 @@ async def test_what_kernels_that_died_hard_left_in_the_runtime_dir_is_swept(runt
     await channel.stop()
 
 
+async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared_connection_file(runtime):
+    """Connection files in a shared directory (/tmp, tempfile's) get pointers; a kernel killed hard
+    left its pointer there for good."""
+    shared = runtime / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    dead_socket = runtime / "dead.sock"
+    bound(dead_socket)
+    orphan = socket_names(str(shared / "tmpgone.json"))[1]
+    Path(orphan).write_text(f"{dead_socket}\n")
+    vanished = socket_names(str(shared / "tmpvanished.json"))[1]
+    Path(vanished).write_text(f"{runtime / 'no-such.sock'}\n")
+    alive = socket_names(str(shared / "tmpalive.json"))[1]
+    (shared / "tmpalive.json").write_text("{}")
+    Path(alive).write_text(f"{dead_socket}\n")  # its connection file is there: its own kernel decides
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(runtime / "busy.sock"))
+    listening.listen(1)
+    busy = socket_names(str(shared / "tmpbusy.json"))[1]
+    Path(busy).write_text(f"{runtime / 'busy.sock'}\n")  # something listens: not provably dead
+    theirs = socket_names(str(shared / "tmptheirs.json"))
+    bound(theirs[0])
+    Path(theirs[1]).write_text(f"{theirs[0]}\n")
+    if os.geteuid() == 0:
+        for path in theirs:
+            os.chown(path, 12345, 12345)
+    try:
+        channel = await started(str(shared / "tmpnew.json"))
+        assert channel.path is not None and find_socket(str(shared / "tmpnew.json")) == channel.path
+        assert not os.path.exists(orphan) and not os.path.exists(dead_socket) and not os.path.exists(vanished)
+        assert os.path.exists(alive) and os.path.exists(busy)
+        if os.geteuid() == 0:
+            assert all(os.path.exists(path) for path in theirs)  # another user's: never touched
+        await channel.stop()
+    finally:
+        listening.close()
+
+
 def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
     old_dead = runtime / f"{PRIVATE_PREFIX}old"
     young_dead = runtime / f"{PRIVATE_PREFIX}young"
@@ -157,3 +195,26 @@ def test_a_kernel_id_comes_from_a_jupyter_connection_file_name():
     assert kernel_id_of("/tmp/tmpab12cd.json") == ""
     assert kernel_id_of("/r/kernel-.json") == ""
     assert kernel_id_of(None) == ""
+
+
+async def test_a_burst_of_connections_while_the_loop_is_busy_is_queued_not_refused(runtime):
+    """A page reloading its views connects many times at once; none may meet EAGAIN (a backlog of 16,
+    or asyncio's 100, refused the rest while the loop had not accepted yet)."""
+    channel = await started(str(runtime / "kernel-burst.json"))
+    clients, refused = [], 0
+    try:
+        for _ in range(300):  # no await: the loop accepts none meanwhile, as a busy one would not
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            clients.append(client)
+            if client.connect_ex(channel.path) != 0:
+                refused += 1
+        assert refused == 0
+        deadline = time.monotonic() + 10
+        while len(channel._connections) < len(clients) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert len(channel._connections) == len(clients)  # every one is served in the end
+    finally:
+        for client in clients:
+            client.close()
+        await channel.stop()

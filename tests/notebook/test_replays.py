@@ -42,3 +42,15 @@ def test_bad_input_gets_one_line_and_the_kernel_lives_on(kernel, line, said):
     assert len(lines) == 1 and lines[0].startswith(said), execution.text
     assert "Traceback" not in execution.text
     assert kernel.run("print(6 * 7)").strip() == "42"
+
+
+def test_every_malformed_recording_is_one_line_naming_it(kernel, tmp_path):
+    """Crafted headers, event times and notes gave tracebacks from the player's reading."""
+    from ..malformed_casts import MALFORMED
+
+    for name, text in sorted(MALFORMED.items()):
+        (tmp_path / name).write_text(text)
+        execution = kernel.execute(f"%uexec_replay {tmp_path / name}")
+        lines = [line for line in execution.text.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith(f"UsageError: {name}"), (name, execution.text)
+    assert kernel.run("print(6 * 7)").strip() == "42"

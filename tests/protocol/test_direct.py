@@ -23,7 +23,7 @@ import pytest
 
 from unified_exec_kernel.core.manager import UnifiedExecSessionManager
 from unified_exec_kernel.protocol import frames
-from unified_exec_kernel.protocol.direct import DirectConnection
+from unified_exec_kernel.protocol.direct import INPUT_WINDOW, DirectConnection
 from unified_exec_kernel.protocol.address import find_socket, socket_names
 from unified_exec_kernel.protocol.window import VIEW_BACKLOG, WINDOW
 
@@ -268,6 +268,20 @@ async def test_each_bad_frame_gets_one_error_and_the_connection_the_kernel_and_o
         other.close()
 
 
+async def test_keys_past_the_input_window_of_a_program_that_does_not_read_are_refused_in_one_line(kernel):
+    sid = start_session(kernel, "unread", "sleep 600")
+    client = await connect(kernel)
+    try:
+        client.keys(sid, b"a" * 4 * INPUT_WINDOW)  # taken, as nothing waited; the terminal holds far less
+        client.keys(sid, b"b" * 2000)  # past the window, with most of the first still waiting
+        error = await client.message(lambda m: m.get("type") == "error", "the refusal")
+        assert error["error"] == "WriteToStdin" and "not reading its input" in error["message"], error
+        assert "these 2,000 were not sent" in error["message"] and "\n" not in error["message"]
+    finally:
+        client.close()
+        kernel.run("%uexec_kill unread")
+
+
 # -- flow control -------------------------------------------------------------------
 
 
@@ -427,3 +441,30 @@ def test_no_socket_before_the_first_session_and_none_when_the_channel_is_off(run
     finally:
         kernel.shutdown()
         off.shutdown()
+
+
+def test_a_client_that_sends_and_never_reads_cannot_grow_the_kernels_memory(kernel):
+    """protocol.md's 256 KiB per session and connection, for input too: 200 x 1 MiB of keys to a program
+    that never reads grew the kernel by ~206 MiB, and 400 attaches that each re-sent the whole
+    scrollback to a client that never reads by ~100 MiB."""
+    from ..misbehaving_client import MIB, attach_storm, keystroke_flood, rss_bytes, settled_rss
+
+    deaf = start_session(kernel, "deaf", "sleep 600")  # never reads its terminal
+    start_session(kernel, "full", "head -c 300000 /dev/zero | tr '\\\\0' x; sleep 600")  # a full scrollback
+    path = find_socket(kernel.connection_file)
+    before = settled_rss(kernel.pid, 1.0)
+    keys, sent = keystroke_flood(path, deaf)
+    try:
+        after_keys = settled_rss(kernel.pid)
+        storm, attaches = attach_storm(path, "full")
+        try:
+            after_attaches = settled_rss(kernel.pid)
+        finally:
+            storm.close()
+    finally:
+        keys.close()
+    print(f"kernel RSS: {before / MIB:.1f} MiB; after {sent} x 1 MiB of keys {after_keys / MIB:.1f} MiB; after {attaches} attaches {after_attaches / MIB:.1f} MiB")
+    assert after_keys - before < 24 * MIB, (before, after_keys)
+    assert after_attaches - after_keys < 24 * MIB, (after_keys, after_attaches)
+    kernel.run("%uexec_kill deaf\n%uexec_kill full")
+    assert rss_bytes(kernel.pid) > 0

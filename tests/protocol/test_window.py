@@ -104,21 +104,26 @@ async def test_nothing_goes_while_the_connection_is_paused_then_resume_sends_it(
     await session.close()
 
 
-async def test_a_second_attach_replays_and_the_window_starts_over():
+async def test_a_second_attach_replays_under_the_window_which_starts_over():
     session = spawn(["bash", "-c", "echo first; read x; echo second; read y"])
     await Reader(session).until("first")
     view = View()
     stream = WindowedStream(session, view.messages.append, view.output, window=4)
     stream.replay("one")
-    assert view.frames == [(0, 0, 0, b"first\r\n")]  # a replay is sent whole, whatever the window
+    assert view.frames == [(0, 0, 0, b"firs")]  # a replay keeps to the window too
+    stream.ack(4)
+    assert view.frames[1:] == [(0, 4, 0, b"t\r\n")]
     session.write("x\r")
     await Reader(session).until("second")
     view.frames.clear()
     stream.replay("two")
     attached = [m for m in view.messages if m["type"] == "attached"]
     assert [m["request_id"] for m in attached] == ["one", "two"] and attached[-1]["offset"] == 0
+    assert view.frames == [(0, 0, 0, b"firs")]  # from the start again, under the window
+    assert stream.acked == 0 and stream.sent_end == 4
+    while stream.sent_end < session.offset:
+        stream.ack(stream.sent_end)
     assert b"".join(frame[3] for frame in view.frames).startswith(b"first\r\n")
-    assert stream.acked == 0 and stream.sent_end == session.offset
     stream.close()
     await session.close()
 

@@ -44,6 +44,12 @@ class MissingCommandLineError(UnifiedExecError, ValueError):
         super().__init__("Missing command line: give the program to start and its arguments")
 
 
+class InvalidSessionNameError(UnifiedExecError, ValueError):
+    """A `--name` that breaks the naming rule or is held: the request's fault, not the program's."""
+
+    name = "InvalidSessionName"
+
+
 class CreateSessionError(UnifiedExecError, OSError):
     name = "CreateSession"
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
 from .completion.collect import Collected, WaitFor, collect, compile_until
-from .errors import CreateSessionError, MissingCommandLineError, UnknownSessionIdError
+from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError
 from .models import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
@@ -269,6 +269,7 @@ class UnifiedExecSessionManager:
                 nonce = None  # not bash or zsh, or not interactive: runs as it is
             else:
                 argv, environment = integrated
+        # The id only once every check passed: a refused request takes none.
         return _Plan(next(self._next_id), argv, command, environment, nonce, name, cwd)
 
     def _open(self, plan: _Plan, kept: Kept | None) -> int:
@@ -313,12 +314,10 @@ class UnifiedExecSessionManager:
         if name is None:
             return
         if not _NAME.fullmatch(name):
-            raise CreateSessionError(
-                argv, ValueError(f"{name!r} cannot name a session: {NAME_RULE}")
-            )
+            raise InvalidSessionNameError(f"{name!r} cannot name a session: {NAME_RULE}")
         holder = self._sessions.get(self._names.get(name, -1))
         if holder is not None and holder.session.alive:
-            raise CreateSessionError(argv, ValueError(f"the name {name!r} is held by running session {holder.session.session_id}"))
+            raise InvalidSessionNameError(f"the name {name!r} is held by running session {holder.session.session_id}")
 
     def _inherited_env(self) -> dict[str, str]:
         if not self.env_remove:
@@ -506,7 +505,8 @@ class UnifiedExecSessionManager:
     def _guard(self, leader_pid: int) -> None:
         if self.guardian:
             if self._guardian is None:
-                self._guardian = Guardian(asyncio.get_running_loop())
+                journal_dir = self.journals.directory if self.journals is not None else None
+                self._guardian = Guardian(asyncio.get_running_loop(), journal_dir=journal_dir)
             self._guardian.watch(leader_pid)
 
     def _unguard(self, leader_pid: int) -> None:

@@ -15,6 +15,7 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validat
 from traitlets.config import Configurable
 
 from ..core.journal import DEFAULT_KERNEL_BYTES, DEFAULT_SESSION_BYTES, JournalStore
+from ..core.journal.lifetime import make_kernel_dir, sweep_dead_kernels
 from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from ..core.session import HOLD_S, SCROLLBACK_BYTES
@@ -47,11 +48,11 @@ class UnifiedExec(Configurable):
         help="How long a live view on the direct channel may keep its session's program waiting while the page draws a flood, in seconds: within it the program is paced to the page and nothing is skipped; a view that takes longer (a background or frozen tab) lets go and skips the oldest output instead, as over the comm. 0: views never hold a program.",
     ).tag(config=True)
     journal = Bool(True, help="Keep everything each session prints in a journal on disk (asciicast v3, with resizes, commands and the exit), for %uexec_output, %uexec_record and the comm's read.").tag(config=True)
-    journal_dir = Unicode("", help="Where each kernel makes its own journal directory (0700, files 0600). Default: Jupyter's runtime dir (`jupyter --runtime-dir`).").tag(config=True)
+    journal_dir = Unicode("", help="Where each kernel makes its own journal directory (a fresh one with a random name, 0700, files 0600; a shared directory such as /tmp is safe). Directories of this user's kernels that ended are removed from it as a kernel starts. Default: Jupyter's runtime dir (`jupyter --runtime-dir`).").tag(config=True)
     journal_session_bytes = Int(DEFAULT_SESSION_BYTES, min=1024, help="Most bytes on disk one session's journal may take (journal + index); past it the journal keeps the head and notes what it dropped. Default 256 MiB.").tag(config=True)
     journal_kernel_bytes = Int(DEFAULT_KERNEL_BYTES, min=1024, help="Most bytes on disk all of a kernel's journals may take; past it the oldest finished journals are removed first, then new output is dropped (and noted). Default 1 GiB.").tag(config=True)
     journal_input = Bool(False, help="Also journal what is typed into sessions (`i` events). Off by default: typed input holds passwords.").tag(config=True)
-    journal_keep = Bool(False, help="Leave the kernel's journal directory when the kernel ends (for `python -m unified_exec_kernel record`). By default it is removed.").tag(config=True)
+    journal_keep = Bool(False, help="Leave the kernel's journal directory when the kernel ends (for `python -m unified_exec_kernel record`). By default it is removed when the kernel ends, however it ends: by the kernel, its guardian, or the next kernel's start.").tag(config=True)
     keep_sessions = Bool(False, help="Keep every new session across kernel restarts, as if each said --keep: a process outside the kernel holds it while no kernel does, and the next kernel with this kernel's id takes it back.").tag(config=True)
     keep_grace_s = Float(300.0, min=0, help="How long kept sessions wait for a kernel to take them back after theirs ended without shutting down (a restart, a crash), in seconds; then they are ended as any session is.").tag(config=True)
     guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
@@ -90,12 +91,15 @@ class UnifiedExec(Configurable):
 
             base = jupyter_runtime_dir()
         os.makedirs(base, mode=0o700, exist_ok=True)
+        sweep_dead_kernels(base)  # what kernels that died hard without a guardian left
+        directory, owner = make_kernel_dir(base, kernel_name, keep=self.journal_keep)
         return JournalStore(
-            os.path.join(base, f"uexec-journals-{kernel_name}"),
+            directory,
             session_bytes=self.journal_session_bytes,
             kernel_bytes=self.journal_kernel_bytes,
             record_input=self.journal_input,
             keep=self.journal_keep,
+            owner_fd=owner,
         )
 
     def manager_options(self) -> dict:

@@ -14,9 +14,10 @@ directory that group or others may enter, and a path over the 107 bytes a
 Unix socket's address holds. A socket file left by a kernel that died hard
 (nothing listens: connecting is refused) is unlinked before binding; one
 something still listens on is left alone, and the private directory used.
-What such kernels left elsewhere is swept on the way: sockets in the runtime
-directory whose connection file is gone, and private directories (ours,
-over a minute old) holding only a socket nothing listens on.
+What such kernels left elsewhere is swept on the way: sockets and pointer
+files beside connection files that are gone (ours, nothing listening), and
+private directories (ours, over a minute old) holding only a socket nothing
+listens on.
 
 The socket lives as long as the engine's loop (engine_thread.py's service):
 listening from its start, closed with every connection and its files
@@ -42,6 +43,10 @@ log = logging.getLogger(__name__)
 MAX_SOCKET_PATH_BYTES = 107  # sun_path holds 108 with its NUL
 PRIVATE_PREFIX = "uexec-"
 PRIVATE_NAME = "s"
+BACKLOG = socket.SOMAXCONN
+"""Connections waiting to be accepted, at most (the kernel caps it at net.core.somaxconn): a page
+reloading its views, or a server relaying many tabs at once, connects in a burst, and a short
+queue refuses the rest with EAGAIN while the engine's loop is busy."""
 STALE_AFTER_S = 60.0
 """A private directory younger than this may be a kernel's between bind and listen: never swept."""
 
@@ -148,8 +153,7 @@ class DirectSocket:
     def _listen(self) -> socket.socket:
         beside, pointer = self._names(self.connection_file)
         usable = private_to_us(os.path.dirname(beside)) and len(os.fsencode(beside)) <= MAX_SOCKET_PATH_BYTES
-        if usable:
-            sweep_runtime_dir(os.path.dirname(self.connection_file), self._names)
+        sweep_runtime_dir(os.path.dirname(self.connection_file), self._names)
         if usable and not _clear_stale(beside):
             usable = False  # something listens there: never take it over
         if usable:
@@ -175,7 +179,7 @@ class DirectSocket:
             info = os.lstat(path)
             self._identity = (info.st_dev, info.st_ino)
             self.path = path
-            sock.listen(16)
+            sock.listen(BACKLOG)
             sock.setblocking(False)
         except OSError:
             sock.close()
@@ -189,7 +193,7 @@ class DirectSocket:
             return protocol
 
         try:
-            self._server = await loop.create_unix_server(connection, sock=sock)
+            self._server = await loop.create_unix_server(connection, sock=sock, backlog=BACKLOG)  # asyncio listens again, with 100 by default
         except OSError as error:
             log.warning("uexec: the direct channel's socket could not serve (%s)", error)
             sock.close()
@@ -197,15 +201,43 @@ class DirectSocket:
 
 
 def sweep_runtime_dir(directory: str, names: Names) -> None:
-    """Unlink sockets of kernels that died hard: their connection file is gone and nothing listens."""
-    suffix = os.path.basename(names("k.json")[0])[len("k") :]
+    """Unlink sockets and pointer files of kernels that died hard: their connection file is gone and nothing listens.
+
+    Only our own files: a pointer sits beside its connection file, which may be in a directory
+    others share (/tmp, where a connection file made by `tempfile` lives)."""
+    socket_suffix, pointer_suffix = (os.path.basename(name)[len("k") :] for name in names("k.json"))
     try:
         present = set(os.listdir(directory))
     except OSError:
         return
     for name in present:
-        if name.endswith(suffix) and name[: -len(suffix)] + ".json" not in present:
-            _clear_stale(os.path.join(directory, name))
+        for suffix in (socket_suffix, pointer_suffix):
+            if not name.endswith(suffix) or name[: -len(suffix)] + ".json" in present:
+                continue
+            path = os.path.join(directory, name)
+            try:
+                if os.lstat(path).st_uid != os.geteuid():
+                    continue  # another user's, in a shared directory: never ours to remove
+                if suffix == socket_suffix:
+                    _clear_stale(path)
+                else:
+                    _clear_stale_pointer(path)
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove
+
+
+def _clear_stale_pointer(pointer: str) -> None:
+    """Unlink a pointer file of ours whose socket nothing listens on (that socket goes too)."""
+    try:
+        info = os.lstat(pointer)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            return
+        with open(pointer, encoding="utf-8") as file:
+            named = file.read(4096).strip()
+    except (OSError, ValueError):
+        return
+    if not named or _clear_stale(named):
+        _remove_quietly(pointer)
 
 
 def sweep_private_dirs(parent: str) -> None:

@@ -16,6 +16,7 @@ from IPython.display import display
 
 from ..core.journal import JournalError, JournalNotFound, JournalStore, open_journal
 from ..core.journal.export import export
+from ..core.journal.reader import UNEXPECTED, unreadable
 from ..core.journal.paging import Page, PageError, PageRequest, page
 from ..screen.render import render_terminal_text
 
@@ -101,15 +102,15 @@ def _chapters(path: str):
     try:
         with open_journal(path) as journal:
             return journal.chapters()
-    except JournalError as error:
-        raise UsageError(str(error)) from None
+    except UNEXPECTED as error:  # JournalError among them
+        raise UsageError(str(unreadable(path, error))) from None
 
 
 def _export(path: str, destination: str, version: int) -> int:
     try:
         with open_journal(path) as journal:
             return export(journal, destination, version=version)
-    except JournalError as error:
-        raise UsageError(str(error)) from None
+    except UNEXPECTED as error:  # JournalError among them
+        raise UsageError(str(unreadable(path, error))) from None
     except OSError as error:
         raise UsageError(f"cannot write {destination}: {error.strerror or error}") from None

@@ -13,7 +13,8 @@ import os
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..core.journal import JournalError, JournalNotFound, JournalStore, open_journal
+from ..core.journal import JournalNotFound, JournalStore, open_journal
+from ..core.journal.reader import UNEXPECTED, unreadable
 from ..core.journal.playback import Playback, TooLargeToPlay, playback
 
 
@@ -47,5 +48,7 @@ def _read(path: str, idle_limit: float | None) -> Playback:
     try:
         with open_journal(path) as journal:
             return playback(journal, idle_limit=idle_limit)
-    except (JournalError, TooLargeToPlay) as error:
+    except TooLargeToPlay as error:
         raise UsageError(str(error)) from None
+    except UNEXPECTED as error:  # JournalError among them
+        raise UsageError(str(unreadable(path, error))) from None

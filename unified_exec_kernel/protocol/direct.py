@@ -22,12 +22,19 @@ import json
 from collections.abc import Callable
 
 from ..core.manager import UnifiedExecSessionManager
+from ..core.errors import WriteToStdinError
 from ..core.session import HOLD_S, PtySession
 from . import frames, messages
 from .endpoint import Endpoint
 from .messages import BadRequest
-from .window import WindowedStream
+from .window import WINDOW, WindowedStream
 
+INPUT_WINDOW = WINDOW
+"""Typed bytes per session that may wait for its program to read them; an `I` frame past it is
+refused with one `WriteToStdin` line (a program that never reads would otherwise grow the kernel)."""
+MAX_UNREAD_BYTES = 4 * WINDOW
+"""Bytes waiting in a connection's transport for the peer to read, past which the kernel stops reading
+that peer until they drain: replies (errors, `attached`) to a peer that sends and never reads stay bounded."""
 ENDPOINT_TYPES = ("attach", "detach", "input", "resize")
 """What a page may send as `T` frames, besides `ack` (this carrier's own)."""
 CARRIER = "direct"
@@ -73,7 +80,15 @@ class DirectEndpoint(Endpoint):
             (session_id,) = frames.INPUT_HEADER.unpack_from(payload)
             keys = payload[frames.INPUT_HEADER.size :]
             messages.check_input_bytes(len(keys))
-            self.manager.session(session_id).write(keys)
+            session = self.manager.session(session_id)
+            waiting = session.pending_write_bytes
+            if waiting and waiting + len(keys) > INPUT_WINDOW:
+                # A program that does not read its terminal: keys would queue without bound.
+                raise WriteToStdinError(session.session_id, BlockingIOError(
+                    f"the program is not reading its input ({waiting:,} bytes typed earlier still wait; "
+                    f"at most {INPUT_WINDOW:,} may): these {len(keys):,} were not sent"
+                ))
+            session.write(keys)
         except Exception as error:  # noqa: BLE001 - one line, as for a JSON input
             self._fail(None, error, {"type": "input", "session_id": session_id})
 
@@ -111,6 +126,7 @@ class DirectConnection(asyncio.Protocol):
         self._hold_s = hold_s
         self._reader = frames.FrameReader()
         self._paused = False
+        self._reading_paused = False
         self.transport: asyncio.Transport | None = None
         self.endpoint: DirectEndpoint | None = None
 
@@ -120,10 +136,18 @@ class DirectConnection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             text = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             self.transport.write(frames.text_frame(text))
+            self._bound_unread()
 
     def send_output(self, session_id: int, offset: int, skipped: int, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.writelines((frames.output_frame_head(session_id, offset, skipped, len(data)), data))
+            self._bound_unread()
+
+    def _bound_unread(self) -> None:
+        """Stop reading a peer that does not read what it is sent (resumed in `resume_writing`)."""
+        if not self._reading_paused and self.transport.get_write_buffer_size() > MAX_UNREAD_BYTES:
+            self._reading_paused = True
+            self.transport.pause_reading()
 
     def writable(self) -> bool:
         return not self._paused and self.transport is not None and not self.transport.is_closing()
@@ -153,6 +177,9 @@ class DirectConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._paused = False
+        if self._reading_paused and self.transport is not None and not self.transport.is_closing():
+            self._reading_paused = False
+            self.transport.resume_reading()
         if self.endpoint is not None:
             self.endpoint.resume()
 

@@ -27,7 +27,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 
-from ..core.output.utf8 import boundary_at_or_after, pieces
+from ..core.output.utf8 import boundary_at_or_after
 from ..core.session import HOLD_S, PtySession
 from . import messages
 
@@ -107,18 +107,21 @@ class WindowedStream:
         """Answer an `attach`: `attached`, the scrollback as frames, then live output continues.
 
         What was queued is in the scrollback (or older than it), and the view
-        starts over from `attached`, so the window starts over too.
+        starts over from `attached`, so the window starts over too. The
+        scrollback goes through the queue like live output: under the window
+        and only while the connection takes more (an attach sent it whole,
+        whatever the window: a peer attaching again and again without reading
+        had the kernel hold a scrollback per attach).
         """
         self._queue.clear()
         self._queued = self._skipped = 0
-        self._pace()
         start, scrollback = self.session.scrollback_snapshot()
         self._deliver_message(messages.attached(request_id, self.session, start))
-        for position, piece in pieces(scrollback, FRAME_BYTES):
-            self._send_output(self.session.session_id, start + position, 0, piece)
-        self.acked = start
-        self.sent_end = self._queue_start = self.session.offset
-        self._end_if_done()
+        self.acked = self.sent_end = self._queue_start = start
+        if scrollback:
+            self._queue.append(scrollback)
+            self._queued = len(scrollback)
+        self.resume()
 
     def ack(self, end: int) -> None:
         """The view has written everything before `end`: that much of the window is free again."""

@@ -145,3 +145,68 @@ async def test_a_kept_journal_does_not_keep_its_session_alive(tmp_path):
         assert session() is None  # its buffers went with it; the journal stays
         with await written(store, "short") as journal:
             assert journal.read(0, journal.end).endswith(b"bye\r\n")
+
+
+async def test_near_the_kernel_cap_a_new_session_gets_the_room_of_older_finished_journals(tmp_path):
+    """A first event larger than the session's room used to return at the session cap before the kernel
+    cap's eviction ran: the new journal kept only what was left (or nothing), blamed the session's cap,
+    and the old finished journal stayed."""
+    async with journaled(tmp_path, kernel_bytes=48 * 1024, session_bytes=32 * 1024) as (manager, store):
+        await manager.start(["bash", "-c", "head -c 30000 /dev/zero | tr '\\0' a"], name="old")
+        await asyncio.wrap_future(store.flushed())
+        await manager.start(["bash", "-c", "head -c 200000 /dev/zero | tr '\\0' c"], name="new")
+        with await written(store, "new") as journal:
+            kept = journal.read(journal.start, journal.end)
+            assert set(kept) == {ord("c")} and len(kept) > 28_000  # the head, nearly the session's whole cap
+            (drop,) = journal.drops
+            assert drop.offset == len(kept) and drop.offset + drop.size == 200_000
+            assert "journal_session_bytes = 32,768" in drop.reason  # what bound it once the old one went
+        with pytest.raises(JournalNotFound, match="removed to keep this kernel's journals under"):
+            store.find("old")
+
+
+async def test_the_note_names_the_kernel_cap_when_that_is_what_bound(tmp_path):
+    """A running journal cannot be evicted: the kernel's cap is what stops the new one, and the note says so."""
+    async with journaled(tmp_path, kernel_bytes=64 * 1024, session_bytes=64 * 1024) as (manager, store):
+        manager.spawn(["bash", "-c", "head -c 40000 /dev/zero | tr '\\0' a; exec cat"], name="running")
+        for _ in range(200):
+            await asyncio.wrap_future(store.flushed())
+            if store.writer.total_bytes > 40_000:
+                break
+            await asyncio.sleep(0.05)
+        await manager.start(["bash", "-c", "head -c 100000 /dev/zero | tr '\\0' c"], name="new")
+        with await written(store, "new") as journal:
+            kept = journal.read(journal.start, journal.end)
+            assert 10_000 < len(kept) < 30_000
+            (drop,) = journal.drops
+            assert "journal_kernel_bytes = 65,536" in drop.reason, drop.reason
+        store.find("running")  # still there
+
+
+async def test_a_full_disk_is_one_note_per_loss_not_one_per_event(tmp_path):
+    """Each 64 KiB event used to end the drop with a small note that still fit, then fail itself:
+    a flood onto a full disk left a note per event. A loss is one stretch of output, so one note."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.system(f"mount -t tmpfs -o size=256k tmpfs {mount} 2>/dev/null") != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        store = JournalStore(str(mount / "kernel"), keep=True)
+        from unified_exec_kernel.core.manager import UnifiedExecSessionManager
+
+        manager = UnifiedExecSessionManager(journals=store)
+        try:
+            # ~2 MB through a 256 KB disk, in bursts that each make an event of their own
+            await manager.start(["bash", "-c", "for i in $(seq 1 40); do head -c 50000 /dev/zero | tr '\\0' x; sleep 0.03; done"], name="flood", timeout_ms=30_000)
+            await asyncio.wrap_future(store.flushed())
+            entry = store.find("flood")
+            full = [note for note in entry.notes() if "the disk is full" in note]
+            assert len(full) == 1, entry.notes()
+            marks = open(entry.file.marks_path, "rb").read().count(b'"dropped"')
+            assert marks <= 1
+        finally:
+            await manager.close_all()
+    finally:
+        os.system(f"umount {mount}")

@@ -40,6 +40,8 @@ def export(journal: Journal, destination: str, *, version: int = 3) -> int:
                     previous_us = now_us
                 elif event.code in ("o", "i", "r", "m"):
                     out.write(json.dumps([round(event.time, 6), event.code, event.data], ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+                else:
+                    continue  # v2 has no such event: not written, not counted
                 written += 1
         os.replace(temporary, destination)
     except BaseException:

@@ -14,6 +14,7 @@ one line saying what is wrong with it.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ class Journal:
             if event is None:
                 return  # a last line still being written
             time, code, data = event
-            now = now + time if self.version == 3 else time
+            now = _advance(self.path, number, self.version, now, time)
             yield Event(now, code, data)
 
     def chapters(self) -> list[Command]:
@@ -231,15 +232,16 @@ class Journal:
             if line.startswith(b"#"):
                 note = cast.parse_note(line.decode("utf-8", "replace").rstrip("\n")) if self.version == 3 else None
                 if note is not None:
+                    _check_note(self.path, number, note)
                     _scan_note(marks, note, offset, now)
                     if note[0] == cast.NOTE_DROPPED:
-                        offset = max(offset, int(note[1].get("offset", offset)) + int(note[1].get("bytes", 0)))
+                        offset = max(offset, note[1]["offset"] + note[1]["bytes"])
                 continue
             event = _event(self.path, number, line)
             if event is None:
                 break
             time, code, data = event
-            now = now + time if self.version == 3 else time
+            now = _advance(self.path, number, self.version, now, time)
             if code == "o":
                 encoded = data.encode("utf-8", "surrogatepass")
                 records += RECORD.pack(offset, at, lines, round(now * 1e6))
@@ -257,6 +259,20 @@ class Journal:
         return Records(bytes(records)), marks
 
 
+def _check_note(path: str, number: int, note: tuple[str, dict]) -> None:
+    """Our notes' fields are what the writer writes, or the file was made by something else."""
+    kind, fields = note
+    if kind == cast.NOTE_DROPPED:
+        good = all(isinstance(fields.get(key), int) and not isinstance(fields.get(key), bool) and fields[key] >= 0 for key in ("offset", "bytes"))
+    elif kind == cast.NOTE_COMMAND_END:
+        exit_code = fields.get("exit")
+        good = exit_code is None or (isinstance(exit_code, int) and not isinstance(exit_code, bool))
+    else:
+        return  # a kind a newer version writes: skipped, as players skip comments
+    if not good:
+        raise JournalError(f"{os.path.basename(path)} line {number}: a malformed #uexec {kind} note")
+
+
 def _scan_note(marks: Marks, note: tuple[str, dict], offset: int, now: float) -> None:
     kind, fields = note
     try:
@@ -266,6 +282,17 @@ def _scan_note(marks: Marks, note: tuple[str, dict], offset: int, now: float) ->
             marks.add({"kind": "dropped", **fields})
     except (KeyError, TypeError, ValueError):
         pass
+
+
+UNEXPECTED = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
+"""What reading a recording may still raise on input no check foresaw: the faces turn it into `unreadable`."""
+
+
+def unreadable(path: str, error: BaseException) -> JournalError:
+    """One line for a recording that broke a reader in a way no check foresaw (never a traceback)."""
+    if isinstance(error, JournalError):
+        return error
+    return JournalError(f"{os.path.basename(path)} cannot be read: {type(error).__name__}: {error}".splitlines()[0])
 
 
 def open_journal(path: str) -> Journal:
@@ -287,9 +314,33 @@ def _header(path: str, line: bytes) -> dict:
         raise JournalError(f"{name} is asciicast version {header['version']!r}; only versions 2 and 3 can be read")
     if header["version"] == 3 and not isinstance(header.get("term"), dict):
         raise JournalError(f"{name} is not a valid asciicast v3 recording: its header has no term")
-    if header["version"] == 2 and not all(isinstance(header.get(key), int) for key in ("width", "height")):
-        raise JournalError(f"{name} is not a valid asciicast v2 recording: its header has no width and height")
+    if header["version"] == 2 and not all(_dimension(header.get(key)) for key in ("width", "height")):
+        raise JournalError(f"{name} is not a valid asciicast v2 recording: its header has no width and height (whole numbers from 1 to {MAX_DIMENSION:,})")
+    if header["version"] == 3:
+        term = header["term"]
+        if not all(_dimension(term.get(key, 1)) for key in ("cols", "rows")):
+            raise JournalError(f"{name} is not a valid asciicast v3 recording: its term's cols and rows must be whole numbers from 1 to {MAX_DIMENSION:,}")
+        if not isinstance(term.get("type", ""), str):
+            raise JournalError(f"{name} is not a valid asciicast v3 recording: its term's type is not text")
+    if not isinstance(header.get("env", {}), dict) or not all(isinstance(value, str) for value in header.get("env", {}).values()):
+        raise JournalError(f"{name} is not a valid asciicast recording: its header's env is not an object of text values")
+    limit = header.get("idle_time_limit")
+    if limit is not None and not (_number(limit) and limit >= 0):
+        raise JournalError(f"{name} is not a valid asciicast recording: its header's idle_time_limit is not a number of seconds")
     return header
+
+
+MAX_DIMENSION = 10_000
+MAX_TIME_S = 10.0**10
+"""Times past this (three centuries) are no recording's: refused rather than overflowing a player."""
+
+
+def _dimension(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_DIMENSION
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _event(path: str, number: int, line: bytes, *, strict: bool = True) -> tuple[float, str, str] | None:
@@ -298,11 +349,29 @@ def _event(path: str, number: int, line: bytes, *, strict: bool = True) -> tuple
         return None
     try:
         event = json.loads(line)
-        time, code, data = event
-        if not isinstance(code, str) or not isinstance(time, (int, float)):
+        if not isinstance(event, list):
             raise TypeError
-    except (ValueError, TypeError, UnicodeDecodeError):
+        time, code, data = event
+        if not isinstance(code, str):
+            raise TypeError
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError):
         if not strict:
             return None
         raise JournalError(f"{os.path.basename(path)} line {number} is not an asciicast event") from None
+    if not _number(time) or not 0 <= time <= MAX_TIME_S:
+        if not strict:
+            return None
+        raise JournalError(f"{os.path.basename(path)} line {number}: the event's time {json.dumps(time)} is not a number of seconds from 0 to {MAX_TIME_S:.0e}")
     return float(time), code, data if isinstance(data, str) else json.dumps(data)
+
+
+def _advance(path: str, number: int, version: int, now: float, time: float) -> float:
+    """The event's absolute time: v3 adds an interval, v2 gives it (and must not go back)."""
+    if version == 3:
+        now += time
+        if now > MAX_TIME_S:
+            raise JournalError(f"{os.path.basename(path)} line {number}: the recording's time passes {MAX_TIME_S:.0e} seconds")
+        return now
+    if time < now:
+        raise JournalError(f"{os.path.basename(path)} line {number}: the event's time {time:g} goes back (the one before was {now:g})")
+    return time

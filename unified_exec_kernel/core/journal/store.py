@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from ..errors import UnifiedExecError
 from ..session import PtySession
 from . import format as cast
+from .lifetime import JournalDirError, remove_kernel_journals
 from .recorder import SessionRecorder
 from .writer import JournalFile, JournalWriter
 
@@ -82,16 +82,19 @@ class JournalStore:
         kernel_bytes: int = DEFAULT_KERNEL_BYTES,
         record_input: bool = False,
         keep: bool = False,
+        owner_fd: int | None = None,
     ):
-        """`directory`: this kernel's own (made 0700 if missing). `record_input`: add `i` events
-        (typed input, passwords included). `keep`: leave the directory when the store closes."""
+        """`directory`: this kernel's own (lifetime.make_kernel_dir makes it fresh; else made 0700 if
+        missing). `record_input`: add `i` events (typed input, passwords included). `keep`: leave
+        the directory when the store closes. `owner_fd`: the directory's owner lock, held until then."""
         if session_bytes < 1 or kernel_bytes < 1:
             raise ValueError("journal caps must be at least 1 byte")
         os.makedirs(directory, mode=DIRECTORY_MODE, exist_ok=True)
         if not os.path.isdir(directory) or os.path.islink(directory):
-            raise ValueError(f"the journal directory {directory!r} is not a directory")
+            raise JournalDirError(f"the journal directory {directory} is not a directory")
         os.chmod(directory, DIRECTORY_MODE)
         self.directory = directory
+        self._owner_fd = owner_fd
         self.session_bytes = session_bytes
         self.kernel_bytes = kernel_bytes
         self.record_input = record_input
@@ -226,8 +229,16 @@ class JournalStore:
         self.closed = True
         # The writer finishes every journal it has; recorders still subscribed queue into nothing.
         self.writer.close()
+        self.remove_now()
+        owner, self._owner_fd = self._owner_fd, None
+        if owner is not None:
+            os.close(owner)  # the lock goes: a sweep may take what is left (kept journals) once they are let go
+
+    def remove_now(self) -> None:
+        """Remove the journals (not `keep`, not kept sessions') without waiting for the writer: for a
+        kernel about to die (SIGTERM). Any thread; what the writer still writes goes to unlinked files."""
         if not self.keep:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            remove_kernel_journals(self.directory)
 
     def close_soon(self) -> concurrent.futures.Future:
         """`close` without blocking the caller (for a loop): a future done when it has."""

@@ -265,14 +265,23 @@ class JournalWriter:
     def _write_events(self, journal: JournalFile, events: list[tuple]) -> None:
         """Write events (o, r, i, m, x, notes and their marks) as one write per file, within the caps."""
         outputs = [(offset, len(data)) for code, _, data, offset, _ in events if code == "o"]
-        if journal.dropping is not None and outputs:
-            # Output resumes: the note on what went missing comes first, where it happened.
-            if self._over_cap(journal, RECORD.size + 2 * outputs[0][1]) is not None or not self._end_drop(journal):
-                for offset, size in outputs:
-                    self._drop(journal, offset, size, journal.dropping[2] if journal.dropping else self._disk_reason())
-                events = [event for event in events if event[0] != "o"]
         text, records, marks = bytearray(), bytearray(), bytearray()
         position, lines, last_us = journal.position, journal.lines, journal.last_us
+        ended = None  # the drop whose note heads this write
+        if journal.dropping is not None and outputs:
+            if self._over_cap(journal, RECORD.size + 2 * outputs[0][1]) is not None:
+                for offset, size in outputs:
+                    self._drop(journal, offset, size, journal.dropping[2])
+                events = [event for event in events if event[0] != "o"]
+            else:
+                # Output resumes: the note on what went missing comes first, where it happened, in
+                # the same write as the output: a note written alone (small, it fits a full disk's
+                # last page) before output that then fails made one note per event, not per loss.
+                ended = journal.dropping
+                fields = {"offset": ended[0], "bytes": ended[1], "reason": ended[2]}
+                text += cast.note_line(cast.NOTE_DROPPED, fields)
+                marks += mark_line(kind="dropped", **fields, pos=position, line=lines)
+                position += len(text)
         dropped: list[tuple[int, int, str]] = []
         capped: str | None = None
         for code, t_us, data, offset, mark in events:
@@ -307,6 +316,9 @@ class JournalWriter:
             dropped = [(offset, size, self._disk_reason()) for offset, size in outputs if journal.dropping is None or offset >= journal.dropping[0] + journal.dropping[1]]
         elif text:
             journal.lines, journal.last_us = lines, last_us
+            if ended is not None:
+                journal.dropping = None
+                journal.drops.append(tuple(ended))
         for offset, size, reason in dropped:
             self._drop(journal, offset, size, reason)
 
@@ -359,13 +371,21 @@ class JournalWriter:
         return True
 
     def _over_cap(self, journal: JournalFile, cost: int) -> str | None:
-        if journal.size + cost > journal.session_bytes:
-            return f"the session's journal reached its cap (c.UnifiedExec.journal_session_bytes = {journal.session_bytes:,})"
-        if self.total_bytes + cost > self.kernel_bytes:
-            self._evict(cost)
-            if self.total_bytes + cost > self.kernel_bytes:
-                return f"the kernel's journals reached their cap (c.UnifiedExec.journal_kernel_bytes = {self.kernel_bytes:,})"
-        return None
+        """None if `cost` more bytes fit; else which cap stops them (after the kernel's cap made what room it could).
+
+        Eviction comes first, for as much as the session's own cap lets this journal take: checking
+        the session's cap first returned before it, so a new journal got only what was left (or
+        nothing) while old finished ones stayed, and its note blamed the wrong cap."""
+        session_room = journal.session_bytes - journal.size
+        wanted = max(0, min(cost, session_room))
+        if self.total_bytes + wanted > self.kernel_bytes:
+            self._evict(wanted)
+        kernel_room = self.kernel_bytes - self.total_bytes
+        if cost <= session_room and cost <= kernel_room:
+            return None
+        if kernel_room < session_room:
+            return f"the kernel's journals reached their cap (c.UnifiedExec.journal_kernel_bytes = {self.kernel_bytes:,})"
+        return f"the session's journal reached its cap (c.UnifiedExec.journal_session_bytes = {journal.session_bytes:,})"
 
     def _evict(self, cost: int) -> None:
         """Remove finished journals, oldest first, until `cost` more bytes fit under the kernel's cap."""

@@ -9,7 +9,8 @@ pipe each session's leader pid (`+PID` when the session starts, `-PID` once
 it is closed). When the pipe closes or the kernel exits, however it died,
 the guardian ends every process of every session still on its list as
 closing a session does (hangup, continue, terminate; SIGKILL after a grace),
-then exits.
+removes the kernel's journal directory if it was told one (a `J` line; the
+journals' own rules say what stays: journal/lifetime.py), then exits.
 
 What it relies on, and why:
 
@@ -71,8 +72,11 @@ class Guardian:
     is still watched (nothing, once every session was forgotten) and exits.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, python: str | None = None, grace: float = KILL_GRACE_S):
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, python: str | None = None, grace: float = KILL_GRACE_S, journal_dir: str | None = None):
+        """`journal_dir`: the kernel's journal directory, removed by the guardian once it ended the
+        sessions (journal/lifetime.py's `remove_kernel_journals`: `.keep` and kept sessions' journals stay)."""
         self._loop = loop
+        self._journal_dir = journal_dir
         self._python = python or sys.executable
         self._grace = grace
         self._watched: set[int] = set()
@@ -170,6 +174,8 @@ class Guardian:
         self._exited = self._loop.create_future()
         self._watch_exit()
         self._pending = bytearray(b"".join(b"+%d\n" % leader for leader in sorted(self._watched)))
+        if self._journal_dir is not None:
+            self._pending[:0] = b"J%s\n" % os.fsencode(self._journal_dir).hex().encode()  # hex: any path, one line
         self._flush()
 
     def _watch_exit(self) -> None:

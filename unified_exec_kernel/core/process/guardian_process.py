@@ -33,6 +33,7 @@ import sys
 import time
 
 from . import procs
+from ..journal import lifetime
 
 KILL_GRACE_S = 1.0
 """How long the sessions' programs get to act on the hangup before SIGKILL (as closing a session)."""
@@ -45,14 +46,15 @@ BATCH_S = 0.05
 BOOTSTRAP = """\
 # uexec guardian: ends the kernel's sessions if it dies (unified_exec_kernel/core/process/guardian_process.py)
 import sys, types
-for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process"):
+for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process", "unified_exec_kernel.core.journal"):
     package = sys.modules[name] = types.ModuleType(name)
     package.__path__ = [sys.argv[1] + "/" + name.replace(".", "/")]
 from unified_exec_kernel.core.process.guardian_process import serve
 sys.exit(serve(int(sys.argv[2]), float(sys.argv[3])))
 """
 """Run as `python -I -S -c BOOTSTRAP ROOT KERNEL_PID GRACE`: the package's `__init__` would import
-the whole engine (asyncio alone is ~10 MB); stand-in packages load only this module and procs.py."""
+the whole engine (asyncio alone is ~10 MB); stand-in packages load only this module, procs.py and
+journal/lifetime.py."""
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
@@ -94,6 +96,8 @@ def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
             ledger.look()
     ledger.apply(partial + _drain(0))  # a line cut short by the kernel's death is dropped
     ended = end_sessions(ledger.session_ids, grace)
+    for directory in ledger.journal_dirs:
+        lifetime.remove_kernel_journals(directory)  # after the sessions: nothing writes to them any more
     if ended:
         print(
             f"uexec guardian: kernel {kernel_pid} left {len(ledger.session_ids)} session(s) open; "
@@ -164,6 +168,7 @@ class Ledger:
         self._held: dict[int, dict[int, int]] = {}  # session id -> {pidfd: pid}
         self._session_of: dict[int, int] = {}  # pidfd -> session id
         self._looks: dict[int, tuple[float, int]] = {}  # session id -> (when, empty looks so far)
+        self.journal_dirs: list[str] = []  # `J<hex path>`: removed after the sessions are ended
 
     @property
     def session_ids(self) -> list[int]:
@@ -173,6 +178,12 @@ class Ledger:
         """Act on the complete lines of `data`; returns the incomplete rest."""
         *lines, rest = data.split(b"\n")
         for line in lines:
+            if line[:1] == b"J":
+                try:
+                    self.journal_dirs.append(os.fsdecode(bytes.fromhex(line[1:].decode("ascii"))))
+                except ValueError:
+                    pass
+                continue
             try:
                 pid = int(line[1:])
             except ValueError:

@@ -104,3 +104,24 @@ def test_unloading_the_extension_ends_its_sessions_and_the_kernel_lives_on():
         assert kernel.run("print(6 * 7)").strip() == "42"
     finally:
         kernel.shutdown()
+
+
+LAZY_MODULES = ("anywidget", "ipywidgets", "pyte", "unified_exec_kernel.live.widget", "unified_exec_kernel.notebook.journal_pages")
+
+
+def test_a_started_kernel_has_its_comm_target_and_none_of_what_only_a_live_view_or_a_read_needs():
+    # anywidget and ipywidgets cost a third of loading the extension (issue 26, item 19):
+    # they come with the first live view, the renderer with the first output
+    kernel = Kernel("uexec")
+    try:
+        probe = f"import sys, comm\nprint([m for m in {LAZY_MODULES!r} if m in sys.modules], 'unified_exec' in comm.get_comm_manager().targets)"
+        assert kernel.run(probe) == "[] True\n"
+        text = kernel.run("%%uexec --name lazy --live -t 2000\nbash --norc -i\n")
+        assert "[live terminal: session 0 (bash --norc -i), running]" in text, text
+        loaded = kernel.run("print('unified_exec_kernel.live.widget' in sys.modules, 'anywidget' in sys.modules)")
+        assert loaded == "True True\n"
+        widget = kernel.run("from unified_exec_kernel.live.widget import TerminalWidget\nprint(TerminalWidget(0).title)")
+        assert widget == "bash --norc -i\n", widget
+        assert kernel.run("%uexec_output lazy --head 0").startswith("[session lazy")
+    finally:
+        kernel.shutdown()

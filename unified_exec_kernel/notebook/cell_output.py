@@ -20,7 +20,6 @@ from ..core.models import UnifiedExecResult, exit_state
 from ..core.session import PtySession
 from ..core.output.truncate import APPROX_BYTES_PER_TOKEN
 from ..core.output.utf8 import newest
-from ..screen.render import render_terminal_text
 
 TAIL_BYTES = 16 * 1024
 TAIL_LINES = 40
@@ -67,12 +66,12 @@ class CellOutput:
         self._tail = newest(self._tail + batch.data if not batch.skipped else batch.data, TAIL_BYTES)
         window = self._tail.decode("utf-8")
         if not self.raw:
-            window = "\n".join(render_terminal_text(window).splitlines()[-TAIL_LINES:])
+            window = "\n".join(_render(window).splitlines()[-TAIL_LINES:])
         self._show(window + "\n[…running]")
 
     def finish(self, result: UnifiedExecResult, *, interrupted: bool = False) -> None:
         """The final update: the whole result, rendered, and its status line."""
-        body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, render_terminal_text(result.output))
+        body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, _render(result.output))
         if body and not body.endswith("\n"):
             body += "\n"
         self.finish_text(body + status_line(result, interrupted=interrupted))
@@ -127,3 +126,10 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
 
 # What ended a wait, when the state does not already say it (exit, timeout).
 _ENDINGS = {"command": "", "input": "waits for input (no end from the shell)", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}
+
+
+def _render(text: str) -> str:
+    # The renderer brings pyte and wcwidth: imported by the first cell that shows output, not at kernel start.
+    from ..screen.render import render_terminal_text
+
+    return render_terminal_text(text)

@@ -26,10 +26,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from . import journal_pages, replays
 from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
 from .cell_run import CellRequest, run_in_cell
-from ..core.journal.paging import PageError, PageRequest, parse_range
 from ..core.completion.collect import compile_until
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
@@ -225,6 +223,9 @@ class UnifiedExecMagics(Magics):
 
     async def run_uexec_output(self, line: str) -> None:
         args = _parse(self.uexec_output, line)
+        from . import journal_pages  # with the renderer (pyte): at the first read, not at every kernel start
+        from ..core.journal.paging import PageError, PageRequest, parse_range
+
         store = self.manager.journals
         if args.drop or args.commands:
             others = [option for option in ("head", "tail", "lines", "bytes", "grep", "command") if getattr(args, option) is not None]
@@ -262,6 +263,8 @@ class UnifiedExecMagics(Magics):
 
     async def run_uexec_record(self, line: str) -> None:
         args = _parse(self.uexec_record, line)
+        from . import journal_pages
+
         await journal_pages.record(self.manager.journals, args.session, args.file, version=2 if args.v2 else 3)
 
     # -- %uexec_replay ---------------------------------------------------------
@@ -280,6 +283,8 @@ class UnifiedExecMagics(Magics):
         args = _parse(self.uexec_replay, line)
         if args.idle < 0:
             raise UsageError(f"--idle must be 0 or more seconds, not {args.idle:g}")
+        from . import replays
+
         await replays.show_replay(self.manager.journals, args.source, self.live_view, idle_limit=args.idle or None)
 
     # -- plumbing ------------------------------------------------------------

@@ -112,6 +112,8 @@ BAD_INPUTS = [
     ("%%uexec -s abc\n", "no session named 'abc'"),
     ("%%uexec -s 9999\n", "no session with id 9999"),
     ("%%uexec -t -5\nls\n", "--timeout must be 0 or more"),
+    ("%%uexec --until '('\nls\n", "--until is not a valid regular expression: missing ), unterminated subpattern"),
+    ("%%uexec --name café\nnever-run\n", "never-run: command not found"),  # a name of any alphabet is taken
     ("%%uexec\n\n", "empty command"),
     ("%%uexec\nno-such-program-here --flag\n", "no-such-program-here: command not found"),
     ("%%uexec -s 0 --keys C-c Hyper-x\n", "unknown key 'Hyper-x'"),

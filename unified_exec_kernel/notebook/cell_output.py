@@ -70,11 +70,14 @@ class CellOutput:
         self._show(window + "\n[…running]")
 
     def finish(self, result: UnifiedExecResult, *, interrupted: bool = False) -> None:
-        """The final update: the whole result, rendered, and its status line."""
+        """The final update: the whole result, rendered, and its status line.
+
+        Interrupted, the status is the cell's error line (`interrupted_line`): one line, not two.
+        """
         body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, _render(result.output))
         if body and not body.endswith("\n"):
             body += "\n"
-        self.finish_text(body + status_line(result, interrupted=interrupted))
+        self.finish_text(body if interrupted else body + status_line(result))
 
     def finish_text(self, text: str) -> None:
         self._show(text)
@@ -95,15 +98,15 @@ def _bytes_left_out(match: re.Match) -> str:
     return f"[… about {int(match[1]) * APPROX_BYTES_PER_TOKEN:,} bytes left out of the middle …]"
 
 
-def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: bool = False) -> str:
+def status_line(result: UnifiedExecResult, *, live: bool = False) -> str:
     """What the cell's wait saw, in one line.
 
     `live`: a live view above shows the session's state and keeps it current;
-    the line names the session (to type into it) but leaves its state, which
-    would go stale under the view, to the view.
+    the line says the state the wait ended in (`was running`), which stays
+    true when the view's state moves on.
     """
     if result.session_id is not None:
-        state = f"session {result.session_id}" if live else f"session {result.session_id} {exit_state(True, None)}"
+        state = f"session {result.session_id} {'was running' if live else exit_state(True, None)}"
     else:
         state = exit_state(False, result.exit_code, result.closed)
     parts = [state]
@@ -111,6 +114,25 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
         parts.append(f"command exited with code {result.command_exit_code}")
     parts.append(_ENDINGS.get(result.ended_by, ""))
     parts.append(f"{result.wall_time:.2f} s")
+    return "[" + " · ".join(part for part in parts + _notes(result) if part) + "]"
+
+
+def interrupted_line(result: UnifiedExecResult, *, more: bool = False) -> str:
+    """The one line an interrupted cell fails with: its status and how to stop what still runs.
+
+    `more`: code followed in the cell, which the failure skips.
+    """
+    sid = result.session_id
+    if sid is not None:
+        state = f"session {sid} still runs (stop it with %uexec_kill {sid} or %uexec -s {sid} --keys C-c)"
+    else:
+        state = exit_state(False, result.exit_code, result.closed)
+    line = " · ".join([f"interrupted after {result.wall_time:.2f} s: {state}", *_notes(result)])
+    return line + ("; the rest of the cell was not run" if more else "")
+
+
+def _notes(result: UnifiedExecResult) -> list[str]:
+    parts = []
     if result.dropped_bytes:
         parts.append(f"{result.dropped_bytes:,} earlier bytes dropped (buffer full)")
     if result.journal_range is not None:
@@ -118,10 +140,7 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
         parts.append(f"the middle is in the journal: %uexec_output {key} --bytes {start}:{end}")
     if result.left_out_bytes:
         parts.append(f"{result.left_out_bytes:,} earlier bytes not shown (see them with an empty %%uexec -s)")
-    if interrupted and result.session_id is not None:
-        sid = result.session_id
-        parts.append(f"wait interrupted; the program still runs: stop it with %uexec_kill {sid} or %uexec -s {sid} --keys C-c")
-    return "[" + " · ".join(part for part in parts if part) + "]"
+    return parts
 
 
 # What ended a wait, when the state does not already say it (exit, timeout).

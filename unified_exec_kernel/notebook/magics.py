@@ -103,14 +103,15 @@ class UnifiedExecMagics(Magics):
         """
         self._in_background(self.run_uexec(line, cell))
 
-    async def run_uexec(self, line: str, cell: str | None) -> None:
+    async def run_uexec(self, line: str, cell: str | None, more: bool = False) -> None:
+        """`more`: code follows this line in its cell (the rewrite knows), which an interrupt skips."""
         options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
         args = _parse(self.uexec, options)
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
         wake_on_signals()
-        result = await run_in_cell(self.manager, self.bridge, request, self.live_view)
+        result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:
             self.shell.user_ns[args.out] = result
         failed = _failure(result)
@@ -125,7 +126,9 @@ class UnifiedExecMagics(Magics):
         try:
             compile_until(args.until)  # every option is checked before anything starts
         except ValueError as error:
-            raise UsageError(str(error)) from None
+            # the engine names its field (`until`); here it is an option
+            message = str(error)
+            raise UsageError("--" + message if message.startswith("until ") else message) from None
         shown = {
             "timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet,
             "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,

@@ -149,7 +149,20 @@ def test_out_stores_the_result_in_the_namespace(kernel):
 
 def test_agent_format_reports_as_codex_does(kernel):
     text = kernel.run("%%uexec --format agent\necho hi\n")
-    assert re.match(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\r\n", text), text
+    assert re.match(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\n", text), text
+    raw = kernel.run("%%uexec --format agent --raw\necho hi\n")
+    assert raw.endswith("Output:\nhi\r\n"), raw  # --raw: the terminal's bytes
+
+
+def test_agent_format_in_a_notebook_shows_a_shell_as_a_cell_does(kernel):
+    # bash's bracketed-paste switches (ESC[?2004l after the typed line, ESC[?2004h at the
+    # prompt) and its CRs stayed in the page and the saved notebook, a blank line after the command
+    sid = start_shell(kernel)
+    text = kernel.run(f"%%uexec -s {sid} --format agent\nprintf 'one\\033[32mtwo\\033[0m\\n'\n")
+    output = text.split("Output:\n", 1)[1]
+    assert "\x1b[?2004" not in output and "\r" not in output, repr(output)
+    lines = output.splitlines()
+    assert lines[0].endswith("printf 'one\\033[32mtwo\\033[0m\\n'") and lines[1] == "one\x1b[32mtwo\x1b[0m", lines
 
 
 def test_help_documents_every_option(kernel):

@@ -10,6 +10,7 @@ shows the whole result and a status line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -78,6 +79,17 @@ class CellOutput:
         if body and not body.endswith("\n"):
             body += "\n"
         self.finish_text(body if interrupted else body + status_line(result))
+
+    @staticmethod
+    def rendered(result: UnifiedExecResult) -> UnifiedExecResult:
+        """The result with its output as a cell shows it (what the agent format puts in a notebook).
+
+        The terminal's modes (bracketed paste's `\x1b[?2004h`/`l`), `\r`s and
+        redraws are resolved, as in every other cell, so neither the page nor the
+        saved notebook keeps them (they showed a blank line after the command);
+        colours stay. The seed's truncation marker is text and stays as it is.
+        """
+        return dataclasses.replace(result, output=_render(result.output))
 
     def finish_text(self, text: str) -> None:
         self._show(text)

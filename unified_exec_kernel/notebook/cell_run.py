@@ -68,7 +68,7 @@ async def run_in_cell(
     # shows the output as it arrives instead, as a cell without --live does.
     not_built = live_view.unavailable() if request.live else None
     live = request.live and not_built is None
-    view = None if live else CellOutput(raw=request.raw or request.agent_format)
+    view = None if live else CellOutput(raw=request.raw)
 
     spawned: list[float] = []  # when a new session started (the engine's clock is this process's)
 
@@ -117,7 +117,7 @@ async def run_in_cell(
         if not interrupted:
             print(status_line(result, live=True))
     elif request.agent_format:
-        view.finish_text(format_for_agent(result))
+        view.finish_text(format_for_agent(result if request.raw else view.rendered(result)))
     else:
         view.finish(result, interrupted=interrupted)
     if interrupted:

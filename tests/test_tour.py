@@ -261,7 +261,7 @@ def test_agent_format(tour):
         r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nOriginal token count: \d+\nOutput:\n",
         text,
     ), text
-    assert "hello, agent\r\n" in text
+    assert "\necho hello, agent\nhello, agent\n" in text  # shown as a cell shows it: no CR, no blank line
 
 
 def test_the_shells_commands_are_listed_from_its_journal_and_replayed_a_chapter_each(tour):

@@ -127,3 +127,24 @@ def test_after_unloading_the_magics_are_gone_and_nothing_restarts_the_engine():
         assert "back" in kernel.run("%%uexec\necho back\n")
     finally:
         kernel.shutdown()
+
+
+LAZY_MODULES = ("anywidget", "ipywidgets", "pyte", "unified_exec_kernel.live.widget", "unified_exec_kernel.notebook.journal_pages")
+
+
+def test_a_started_kernel_has_its_comm_target_and_none_of_what_only_a_live_view_or_a_read_needs():
+    # anywidget and ipywidgets cost a third of loading the extension (issue 26, item 19):
+    # they come with the first live view, the renderer with the first output
+    kernel = Kernel("uexec")
+    try:
+        probe = f"import sys, comm\nprint([m for m in {LAZY_MODULES!r} if m in sys.modules], 'unified_exec' in comm.get_comm_manager().targets)"
+        assert kernel.run(probe) == "[] True\n"
+        text = kernel.run("%%uexec --name lazy --live -t 2000\nbash --norc -i\n")
+        assert "[live terminal: session 0 (bash --norc -i), running]" in text, text
+        loaded = kernel.run("print('unified_exec_kernel.live.widget' in sys.modules, 'anywidget' in sys.modules)")
+        assert loaded == "True True\n"
+        widget = kernel.run("from unified_exec_kernel.live.widget import TerminalWidget\nprint(TerminalWidget(0).title)")
+        assert widget == "bash --norc -i\n", widget
+        assert kernel.run("%uexec_output lazy --head 0").startswith("[session lazy")
+    finally:
+        kernel.shutdown()

@@ -261,7 +261,7 @@ def test_agent_format(tour):
         r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nOriginal token count: \d+\nOutput:\n",
         text,
     ), text
-    assert "hello, agent\r\n" in text
+    assert "\necho hello, agent\nhello, agent\n" in text  # shown as a cell shows it: no CR, no blank line
 
 
 def test_the_shells_commands_are_listed_from_its_journal_and_replayed_a_chapter_each(tour):
@@ -358,3 +358,22 @@ def test_every_live_view_shows_its_last_screen_without_a_kernel(tour):
 
 def screen_text(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def test_run_all_twice_in_one_kernel_runs_every_cell_the_second_time_too(tmp_path):
+    # The first run's shell `sh` still runs (for the live view); a second `--name sh`
+    # was refused ("held by running session 1") and Run All stopped there.
+    assert _port_is_free(PORT), f"port {PORT} on 127.0.0.1 is busy; the tour's web server needs it"
+    nb = nbformat.read(TOUR, as_version=4)
+    client = NotebookClient(nb, kernel_name="uexec", timeout=120, resources={"metadata": {"path": str(tmp_path)}})
+    code = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    with client.setup_kernel():
+        for _ in range(2):
+            for index, cell in code:
+                cell.outputs = []
+                client.execute_cell(cell, index)  # raises CellExecutionError if a cell fails
+        first = "".join(output.get("text", "") for output in code[0][1].outputs)
+        shown = {tag: cell for _, cell in code for tag in cell.metadata.get("tags", [])}
+    assert re.fullmatch(r"closed session \d+\n", first), first  # the last run's sh, which its live view kept
+    bash = shown["tour-bash"].outputs[0].data["text/plain"]
+    assert re.search(r"\[session \d+ running · \d+\.\d\d s\]$", bash), bash

@@ -30,11 +30,9 @@ from .jupyter.direct_socket import DirectSocket, kernel_connection_file, kernel_
 from .jupyter.keeping import keeper_for
 from .core.process.keeper import KeeperError
 from .protocol.address import socket_names
-from .protocol.direct import DirectConnection
 from .core.manager import UnifiedExecSessionManager
 from .jupyter.sigterm import close_sessions_on_sigterm, restore_sigterm
 from .notebook.magics import UnifiedExecMagics
-from .live.widget import LiveViews
 
 log = logging.getLogger(__name__)
 _closing: set[asyncio.Task] = set()  # keeps unload's close_all alive until done
@@ -52,7 +50,7 @@ def load_ipython_extension(ipython) -> None:
     manager = UnifiedExecSessionManager(**settings.manager_options(), journals=_journal_store(settings), keeper=keeper)
     bridge = Bridge(kernel_loop=functools.partial(_kernel_loop, kernel))
     magics = UnifiedExecMagics(
-        ipython, manager, bridge, shell_program=settings.shell, live_view=LiveViews(manager, bridge), check=settings.check
+        ipython, manager, bridge, shell_program=settings.shell, live_view=_LiveViewsOnDemand(manager, bridge), check=settings.check
     )
     ipython.register_magics(magics)
     rewrite.install(ipython)
@@ -180,9 +178,44 @@ def _direct_channel(settings: UnifiedExec, manager: UnifiedExecSessionManager, b
     connection_file = kernel_connection_file()
     if not settings.direct_channel or connection_file is None:
         return None, ""
-    channel = DirectSocket(connection_file, socket_names, lambda on_lost: DirectConnection(manager, on_lost, hold_s=settings.live_view_hold_s))
+
+    def connection(on_lost):
+        from .protocol.direct import DirectConnection  # at the first view that connects, not at every kernel start
+
+        return DirectConnection(manager, on_lost, hold_s=settings.live_view_hold_s)
+
+    channel = DirectSocket(connection_file, socket_names, connection)
     bridge.engine.add_service(channel)
     return channel, kernel_id_of(connection_file)
+
+
+class _LiveViewsOnDemand:
+    """The live face's `LiveViews`, imported when a live view or a player is first asked for.
+
+    The widget module imports anywidget and ipywidgets (about a third of what
+    loading the extension cost): a kernel that never shows a live view never
+    pays for them. The comm target needs none of it and is registered at load.
+    """
+
+    def __init__(self, manager: UnifiedExecSessionManager, bridge: Bridge):
+        self._manager, self._bridge = manager, bridge
+        self._views = None
+
+    def _loaded(self):
+        if self._views is None:
+            from .live.widget import LiveViews
+
+            self._views = LiveViews(self._manager, self._bridge)
+        return self._views
+
+    def __call__(self, session_id: int):
+        return self._loaded()(session_id)
+
+    def replay(self, played, title: str):
+        return self._loaded().replay(played, title)
+
+    def unavailable(self) -> str | None:
+        return self._loaded().unavailable()
 
 
 def _kernel_loop(kernel) -> asyncio.AbstractEventLoop | None:

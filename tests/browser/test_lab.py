@@ -202,7 +202,7 @@ def start_live_shell(page, cells, index: int):
     run_cell(page, cells, index)
     terminal = cells.nth(index).locator(".uexec-terminal")
     terminal.wait_for()
-    wait_output(cells.nth(index), r"\[session \d+ ·")
+    wait_output(cells.nth(index), r"\[session \d+ was running ·")
     wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
     return terminal
 
@@ -229,7 +229,7 @@ def test_live_view_runs_an_interactive_shell_that_answers_typed_input(lab, page)
     widget = cells.nth(1).locator(".uexec-widget")
     terminal = widget.locator(".uexec-terminal[data-session-id]")
     terminal.wait_for()
-    wait_output(cells.nth(1), r"\[session \d+ ·")
+    wait_output(cells.nth(1), r"\[session \d+ was running ·")
     assert widget.locator(".uexec-widget-title").inner_text() == BASH
     assert widget.locator(".uexec-widget-state").inner_text() == "running"
     wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
@@ -268,7 +268,7 @@ def test_live_view_keeps_updating_after_the_cell_returned(lab, page):
     started = time.monotonic()
     run_cell(page, cells, 1)
 
-    status = wait_output(cell, r"\[session \d+ · (\d+\.\d+) s\]", timeout=10)
+    status = wait_output(cell, r"\[session \d+ was running · (\d+\.\d+) s\]", timeout=10)
     returned_after = time.monotonic() - started
     assert status_seconds(status) < 1.0, status.group(0)
     assert returned_after < 3.0, f"the cell took {returned_after:.1f} s to show its status line"
@@ -646,7 +646,7 @@ def test_an_integrated_shell_is_shown_by_the_command_the_user_gave(lab, page):
     cells = open_notebook(lab, page, "display_name", ["%%uexec --live -t 10000\nbash -i"])
     run_cell(page, cells, 1)
     cells.nth(1).locator(".uexec-terminal").wait_for()
-    wait_output(cells.nth(1), r"\[session \d+ ·")  # its first prompt came: it is integrated
+    wait_output(cells.nth(1), r"\[session \d+ was running ·")  # its first prompt came: it is integrated
     assert cells.nth(1).locator(".uexec-widget-title").inner_text() == "bash -i"
     panel = open_sessions_panel(page)
     row = panel.locator('.uexec-session-row[data-session-id="0"]')

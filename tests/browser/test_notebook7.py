@@ -72,7 +72,7 @@ def test_live_view_and_sessions_panel_work_in_notebook_7(notebook7, page):
     widget = live.locator(".uexec-widget")
     terminal = widget.locator('.uexec-terminal[data-session-id="0"]')
     terminal.wait_for()
-    wait_until(lambda: "[session 0 ·" in live.locator(".jp-OutputArea").inner_text(), 15, "the status line")
+    wait_until(lambda: "[session 0 was running ·" in live.locator(".jp-OutputArea").inner_text(), 15, "the status line")
     assert widget.locator(".uexec-widget-title").inner_text() == BASH
     wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 10, "the prompt")
 

@@ -32,7 +32,7 @@ def screenshot(target, name: str) -> None:
 
 
 def first_cell_runs(page, cells) -> None:
-    """Run the first cell (it sets PS1: running it twice is harmless) until the kernel answers.
+    """Run the first cell (it sets PS1 and closes a past run's sessions: running it twice is harmless) until the kernel answers.
 
     A Shift+Enter that comes before the kernel is ready may be dropped, and the
     notebook's indicator says idle before then: the cell's execution count is the sign.

@@ -335,9 +335,9 @@ async def test_a_nul_byte_anywhere_in_a_command_is_a_create_session_error_and_st
     assert manager.list_sessions() == []
 
 
-@pytest.mark.parametrize("name", ["-5", "5", "--all", "", " sh", "a b", "é"])
+@pytest.mark.parametrize("name", ["-5", "5", "--all", "", " sh", "a b", "٣x", "a/b"])
 async def test_a_name_that_could_read_as_an_id_or_an_option_is_refused(manager, name):
-    with pytest.raises(InvalidSessionNameError, match="starts with a letter or _") as refused:
+    with pytest.raises(InvalidSessionNameError, match="starts with a letter") as refused:
         manager.spawn(["true"], name=name)
     assert not isinstance(refused.value, CreateSessionError)  # the request's fault, not the program failing
     assert str(refused.value).startswith(f"{name!r} cannot name a session")
@@ -358,6 +358,9 @@ async def test_a_refused_request_takes_no_session_id(manager):
 
 
 @pytest.mark.parametrize("name", ["sh", "build-1", "py3.12", "_tmp"])
+
+
+@pytest.mark.parametrize("name", ["sh", "build-1", "py3.12", "_tmp", "café", "é", "Σ2", "日本"])
 async def test_names_of_words_digits_dots_and_dashes_are_taken(manager, name):
     session_id = manager.spawn(["true"], name=name)
     assert manager.session(name).session_id == session_id

@@ -1,14 +1,15 @@
 from unified_exec_kernel import UnifiedExecResult
-from unified_exec_kernel.notebook.cell_output import _update_interval, status_line
+from unified_exec_kernel.notebook.cell_output import _update_interval, interrupted_line, status_line
 
 
 def test_status_line_for_a_running_session():
     assert status_line(UnifiedExecResult(3, "", wall_time=1.5)) == "[session 3 running · 1.50 s]"
 
 
-def test_status_line_under_a_live_view_leaves_the_state_to_the_view():
-    # The view's header follows the session; a "running" here would go stale once it ends.
-    assert status_line(UnifiedExecResult(3, "", wall_time=1.5), live=True) == "[session 3 · 1.50 s]"
+def test_status_line_under_a_live_view_says_the_state_the_wait_ended_in():
+    # The view's header follows the session; a "running" here would go stale once it
+    # ends, and no state at all said nothing: "was running" stays true.
+    assert status_line(UnifiedExecResult(3, "", wall_time=1.5), live=True) == "[session 3 was running · 1.50 s]"
     ended = UnifiedExecResult(None, "", exit_code=0, wall_time=0.2)
     assert status_line(ended, live=True) == status_line(ended) == "[exited with code 0 · 0.20 s]"
 
@@ -26,9 +27,14 @@ def test_status_line_of_a_session_the_user_closed_says_closed_not_a_signal():
     assert status_line(UnifiedExecResult(None, "", exit_code=-1, closed=True)) == "[closed · 0.00 s]"
 
 
-def test_status_line_says_how_to_stop_an_interrupted_session():
-    line = status_line(UnifiedExecResult(2, "", wall_time=0.3), interrupted=True)
-    assert "%uexec_kill 2" in line and "--keys C-c" in line
+def test_an_interrupted_wait_is_one_line_that_says_how_to_stop_the_session():
+    result = UnifiedExecResult(2, "", wall_time=0.3, dropped_bytes=10)
+    assert interrupted_line(result) == (
+        "interrupted after 0.30 s: session 2 still runs (stop it with %uexec_kill 2 or %uexec -s 2 --keys C-c)"
+        " · 10 earlier bytes dropped (buffer full)"
+    )
+    assert interrupted_line(result, more=True).endswith("; the rest of the cell was not run")
+    assert interrupted_line(UnifiedExecResult(None, "", exit_code=0, wall_time=0.3)) == "interrupted after 0.30 s: exited with code 0"
 
 
 def test_status_line_counts_dropped_bytes():

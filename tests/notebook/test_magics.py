@@ -112,6 +112,8 @@ BAD_INPUTS = [
     ("%%uexec -s abc\n", "no session named 'abc'"),
     ("%%uexec -s 9999\n", "no session with id 9999"),
     ("%%uexec -t -5\nls\n", "--timeout must be 0 or more"),
+    ("%%uexec --until '('\nls\n", "--until is not a valid regular expression: missing ), unterminated subpattern"),
+    ("%%uexec --name café\nnever-run\n", "never-run: command not found"),  # a name of any alphabet is taken
     ("%%uexec\n\n", "empty command"),
     ("%%uexec\nno-such-program-here --flag\n", "no-such-program-here: command not found"),
     ("%%uexec -s 0 --keys C-c Hyper-x\n", "unknown key 'Hyper-x'"),
@@ -148,7 +150,20 @@ def test_out_stores_the_result_in_the_namespace(kernel):
 
 def test_agent_format_reports_as_codex_does(kernel):
     text = kernel.run("%%uexec --format agent\necho hi\n")
-    assert re.match(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\r\n", text), text
+    assert re.match(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\n", text), text
+    raw = kernel.run("%%uexec --format agent --raw\necho hi\n")
+    assert raw.endswith("Output:\nhi\r\n"), raw  # --raw: the terminal's bytes
+
+
+def test_agent_format_in_a_notebook_shows_a_shell_as_a_cell_does(kernel):
+    # bash's bracketed-paste switches (ESC[?2004l after the typed line, ESC[?2004h at the
+    # prompt) and its CRs stayed in the page and the saved notebook, a blank line after the command
+    sid = start_shell(kernel)
+    text = kernel.run(f"%%uexec -s {sid} --format agent\nprintf 'one\\033[32mtwo\\033[0m\\n'\n")
+    output = text.split("Output:\n", 1)[1]
+    assert "\x1b[?2004" not in output and "\r" not in output, repr(output)
+    lines = output.splitlines()
+    assert lines[0].endswith("printf 'one\\033[32mtwo\\033[0m\\n'") and lines[1] == "one\x1b[32mtwo\x1b[0m", lines
 
 
 def test_help_documents_every_option(kernel):
@@ -276,7 +291,7 @@ def journaled_shell(kernel):
 
 def test_output_pages_the_whole_output_of_a_command_rendered_as_a_cell(kernel, journaled_shell):
     text = kernel.run(f"%uexec_output {journaled_shell} --command 1 --tail 3")
-    assert text == "99998\n99999\n100000\n[session jsh · command 1 (exit 0): seq 1 100000 · lines 99998-100000 of 100,000]\n"
+    assert text == "99998\n99999\n100000\n[session jsh · command 1 (exit 0): seq 1 100000 · lines 99998-100000 of 100000]\n"
     text = kernel.run(f"%uexec_output {journaled_shell} --command -1")
     assert text.startswith("alpha\nbeta\n[session jsh · command 2 (exit 3): printf")
 
@@ -288,6 +303,12 @@ def test_output_lines_are_sed_style_and_grep_shows_numbers_and_context(kernel, j
     assert text.startswith("77769-77769\n77770:77770\n77771:77771\n77772-77772\n")
 
 
+def test_output_grep_numbers_every_line_even_a_progress_bar_that_erases_itself(kernel):
+    kernel.run("%%uexec --name bar --shell\nprintf 'step 1\\n\\033[2K\\rstep 2\\nold\\rstep 3\\n'\n")
+    text = kernel.run("%uexec_output bar --grep step")
+    assert text == "1:step 1\n2:step 2\n3:step 3\n[session bar · lines 1-3 of 3]\n", text
+
+
 def test_output_lists_the_commands_with_their_exit_codes(kernel, journaled_shell):
     text = kernel.run(f"%uexec_output {journaled_shell} --commands")
     assert re.search(r"^ +1  exit 0 +seq 1 100000\n +2  exit 3 +printf", text, re.M), text
@@ -296,7 +317,7 @@ def test_output_lists_the_commands_with_their_exit_codes(kernel, journaled_shell
 def test_a_finished_one_shot_command_is_readable_after_it_is_forgotten(kernel):
     kernel.run("%%uexec --name once --shell\nfor i in $(seq 1 5000); do echo line-$i; done\n")
     assert "no session named 'once'" in kernel.execute("%uexec -s once echo").reply["evalue"]  # the manager forgot it
-    assert kernel.run("%uexec_output once --head 2").startswith("line-1\nline-2\n[session once · lines 1-2 of 5,000]")
+    assert kernel.run("%uexec_output once --head 2").startswith("line-1\nline-2\n[session once · lines 1-2 of 5000]")
 
 
 def test_record_writes_v2_that_asciinema_cat_plays(kernel, journaled_shell, tmp_path):
@@ -315,6 +336,7 @@ def test_record_writes_v2_that_asciinema_cat_plays(kernel, journaled_shell, tmp_
 JOURNAL_BAD_INPUTS = [
     ("%uexec_output nosuch", "no journal for session 'nosuch' (journals: "),
     ("%uexec_output jsh --lines 900000:900010", "lines 900000:900010 are past the end: the output has "),
+    ("%uexec_output jsh --lines 900000:", "lines 900000: are past the end: the output has "),
     ("%uexec_output jsh --grep '('", "--grep is not a valid regular expression: missing ), unterminated subpattern at position 0"),
     ("%uexec_output jsh --command 99", "no command 99: the session ran "),
     ("%uexec_output jsh --lines x:y", "--lines takes A:B (whole numbers), not 'x:y'"),

@@ -32,7 +32,7 @@ def test_a_sessions_journal_plays_with_a_chapter_per_command(kernel):
     [
         ("%uexec_replay nosuch", "UsageError: no file 'nosuch', and no journal for session 'nosuch'"),
         ("%uexec_replay --idle -1 sh", "UsageError: --idle must be 0 or more seconds, not -1"),
-        ("%uexec_replay /etc/hostname", "UsageError: hostname is not an asciicast recording"),
+        ("%uexec_replay /etc/hostname", "UsageError: /etc/hostname is not an asciicast recording"),  # the path as given
         ("%uexec_replay", "UsageError:"),
     ],
 )

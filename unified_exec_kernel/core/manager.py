@@ -52,8 +52,8 @@ MAX_WATCH_MS = 3_600_000
 KEPT_ACK_S = 0.2
 """How often a kept session's keeper is told what the journal holds (it keeps the rest until then)."""
 RESTART_MARKER = "(kernel restarted)"
-NAME_RULE = "a name starts with a letter or _, then letters, digits, _ . or - (so it never reads as an id or an option)"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+NAME_RULE = "a name starts with a letter (of any alphabet) or _, then letters, digits, _ . or - (so it never reads as an id or an option)"
+_NAME = re.compile(r"[^\W\d][\w.-]*")  # str patterns match Unicode: \w is any letter or digit, and _
 
 
 @dataclass

@@ -10,6 +10,7 @@ shows the whole result and a status line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -20,7 +21,6 @@ from ..core.models import UnifiedExecResult, exit_state
 from ..core.session import PtySession
 from ..core.output.truncate import APPROX_BYTES_PER_TOKEN
 from ..core.output.utf8 import newest
-from ..screen.render import render_terminal_text
 
 TAIL_BYTES = 16 * 1024
 TAIL_LINES = 40
@@ -67,15 +67,29 @@ class CellOutput:
         self._tail = newest(self._tail + batch.data if not batch.skipped else batch.data, TAIL_BYTES)
         window = self._tail.decode("utf-8")
         if not self.raw:
-            window = "\n".join(render_terminal_text(window).splitlines()[-TAIL_LINES:])
+            window = "\n".join(_render(window).splitlines()[-TAIL_LINES:])
         self._show(window + "\n[…running]")
 
     def finish(self, result: UnifiedExecResult, *, interrupted: bool = False) -> None:
-        """The final update: the whole result, rendered, and its status line."""
-        body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, render_terminal_text(result.output))
+        """The final update: the whole result, rendered, and its status line.
+
+        Interrupted, the status is the cell's error line (`interrupted_line`): one line, not two.
+        """
+        body = result.output if self.raw else _TOKENS_MARKER.sub(_bytes_left_out, _render(result.output))
         if body and not body.endswith("\n"):
             body += "\n"
-        self.finish_text(body + status_line(result, interrupted=interrupted))
+        self.finish_text(body if interrupted else body + status_line(result))
+
+    @staticmethod
+    def rendered(result: UnifiedExecResult) -> UnifiedExecResult:
+        """The result with its output as a cell shows it (what the agent format puts in a notebook).
+
+        The terminal's modes (bracketed paste's `\x1b[?2004h`/`l`), `\r`s and
+        redraws are resolved, as in every other cell, so neither the page nor the
+        saved notebook keeps them (they showed a blank line after the command);
+        colours stay. The seed's truncation marker is text and stays as it is.
+        """
+        return dataclasses.replace(result, output=_render(result.output))
 
     def finish_text(self, text: str) -> None:
         self._show(text)
@@ -96,15 +110,15 @@ def _bytes_left_out(match: re.Match) -> str:
     return f"[… about {int(match[1]) * APPROX_BYTES_PER_TOKEN:,} bytes left out of the middle …]"
 
 
-def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: bool = False) -> str:
+def status_line(result: UnifiedExecResult, *, live: bool = False) -> str:
     """What the cell's wait saw, in one line.
 
     `live`: a live view above shows the session's state and keeps it current;
-    the line names the session (to type into it) but leaves its state, which
-    would go stale under the view, to the view.
+    the line says the state the wait ended in (`was running`), which stays
+    true when the view's state moves on.
     """
     if result.session_id is not None:
-        state = f"session {result.session_id}" if live else f"session {result.session_id} {exit_state(True, None)}"
+        state = f"session {result.session_id} {'was running' if live else exit_state(True, None)}"
     else:
         state = exit_state(False, result.exit_code, result.closed)
     parts = [state]
@@ -112,6 +126,25 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
         parts.append(f"command exited with code {result.command_exit_code}")
     parts.append(_ENDINGS.get(result.ended_by, ""))
     parts.append(f"{result.wall_time:.2f} s")
+    return "[" + " · ".join(part for part in parts + _notes(result) if part) + "]"
+
+
+def interrupted_line(result: UnifiedExecResult, *, more: bool = False) -> str:
+    """The one line an interrupted cell fails with: its status and how to stop what still runs.
+
+    `more`: code followed in the cell, which the failure skips.
+    """
+    sid = result.session_id
+    if sid is not None:
+        state = f"session {sid} still runs (stop it with %uexec_kill {sid} or %uexec -s {sid} --keys C-c)"
+    else:
+        state = exit_state(False, result.exit_code, result.closed)
+    line = " · ".join([f"interrupted after {result.wall_time:.2f} s: {state}", *_notes(result)])
+    return line + ("; the rest of the cell was not run" if more else "")
+
+
+def _notes(result: UnifiedExecResult) -> list[str]:
+    parts = []
     if result.dropped_bytes:
         parts.append(f"{result.dropped_bytes:,} earlier bytes dropped (buffer full)")
     if result.journal_range is not None:
@@ -119,11 +152,15 @@ def status_line(result: UnifiedExecResult, *, interrupted: bool = False, live: b
         parts.append(f"the middle is in the journal: %uexec_output {key} --bytes {start}:{end}")
     if result.left_out_bytes:
         parts.append(f"{result.left_out_bytes:,} earlier bytes not shown (see them with an empty %%uexec -s)")
-    if interrupted and result.session_id is not None:
-        sid = result.session_id
-        parts.append(f"wait interrupted; the program still runs: stop it with %uexec_kill {sid} or %uexec -s {sid} --keys C-c")
-    return "[" + " · ".join(part for part in parts if part) + "]"
+    return parts
 
 
 # What ended a wait, when the state does not already say it (exit, timeout).
 _ENDINGS = {"command": "", "input": "waits for input (no end from the shell)", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}
+
+
+def _render(text: str) -> str:
+    # The renderer brings pyte and wcwidth: imported by the first cell that shows output, not at kernel start.
+    from ..screen.render import render_terminal_text
+
+    return render_terminal_text(text)

@@ -9,6 +9,8 @@ wait, but not the program, when the stop button is pressed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,7 +18,7 @@ from typing import Protocol
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from .cell_output import CellOutput, status_line
+from .cell_output import CellOutput, interrupted_line, status_line
 from ..core.agent_format import format_for_agent
 from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
@@ -55,21 +57,27 @@ class CellRequest:
 
 
 async def run_in_cell(
-    manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, live_view: LiveView | None
+    manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, live_view: LiveView | None, *, more: bool = False
 ) -> UnifiedExecResult:
-    """Runs on the kernel's loop; the session's side of it runs on the engine's, through `bridge`."""
+    """Runs on the kernel's loop; the session's side of it runs on the engine's, through `bridge`.
+
+    `more`: code follows in the cell (an interrupt's one error line says it was skipped).
+    """
     if request.live and live_view is None:
         raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
     # Without its front end the view could show only a snapshot: the cell
     # shows the output as it arrives instead, as a cell without --live does.
     not_built = live_view.unavailable() if request.live else None
     live = request.live and not_built is None
-    view = None if live else CellOutput(raw=request.raw or request.agent_format)
+    view = None if live else CellOutput(raw=request.raw)
+
+    spawned: list[float] = []  # when a new session started (the engine's clock is this process's)
 
     async def begin() -> tuple[int, Callable[[], None]]:
         # On the engine's loop, in one step once the session is open: it reads a new
         # session at once, so the view must hear it from the start, or miss its first words.
         if request.argv is not None:
+            spawned.append(time.monotonic())
             session_id = await manager.launch(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
         else:
             session_id = manager.session(request.session_id).session_id
@@ -85,8 +93,9 @@ async def run_in_cell(
     stop = asyncio.Event()
 
     async def collect() -> UnifiedExecResult:
+        waited_from = time.monotonic()
         try:
-            return await manager.write(
+            result = await manager.write(
                 session_id,
                 request.text,
                 timeout_ms=request.timeout_ms,
@@ -100,20 +109,23 @@ async def run_in_cell(
             )
         finally:
             stop_watching()
+        # A start's time runs from the spawn: showing the live view came between
+        # it and the wait, and a shell at its prompt by then read as `0.00 s`.
+        return dataclasses.replace(result, wall_time=result.wall_time + waited_from - spawned[0]) if spawned else result
 
     result, interrupted = await _wait(bridge, collect, stop)
     if view is None:
-        print(status_line(result, interrupted=interrupted, live=True))
+        if not interrupted:
+            print(status_line(result, live=True))
     elif request.agent_format:
-        view.finish_text(format_for_agent(result))
+        view.finish_text(format_for_agent(result if request.raw else view.rendered(result)))
     else:
         view.finish(result, interrupted=interrupted)
     if interrupted:
-        # One line (IPython prints exactly UsageError so, not a subclass), and
-        # the cell fails: no later line of it runs, and Run All stops here as
-        # for any interrupted cell. The status line above says what still runs.
-        still = f"session {result.session_id} still runs" if result.session_id is not None else "the program has exited"
-        raise UsageError(f"interrupted: {still}; the rest of the cell was not run")
+        # One line, the status line's stead (IPython prints exactly UsageError
+        # so, not a subclass), and the cell fails: no later line of it runs,
+        # and Run All stops here as for any interrupted cell.
+        raise UsageError(interrupted_line(result, more=more))
     return result
 
 

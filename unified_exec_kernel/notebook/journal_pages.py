@@ -25,12 +25,24 @@ async def show_output(store: JournalStore | None, key: int | str, request: PageR
     entry = _entry(store, key)
     await asyncio.wrap_future(store.flushed())
     shown = await asyncio.get_running_loop().run_in_executor(None, _page, entry.path, request)
-    text = shown.text if raw else render_terminal_text(shown.text)
-    if text and not text.endswith("\n"):
-        text += "\n"
     # What the journal is dropping right now is in no file yet: the store says it.
     notes = shown.notes + [note for note in entry.notes() if note not in shown.notes]
-    display({"text/plain": text + "".join(f"[{note}]\n" for note in notes) + status_line(entry.label, shown)}, raw=True)
+    display({"text/plain": page_text(shown, raw=raw) + "".join(f"[{note}]\n" for note in notes) + status_line(entry.label, shown)}, raw=True)
+
+
+def page_text(shown: Page, *, raw: bool = False) -> str:
+    """A page as a cell shows it: rendered as a terminal would leave it, ending in a newline.
+
+    Grep's lines are rendered one at a time, each after its number: a `\r` or an
+    erase inside a line (a progress bar's) acts on that line alone, never on the number.
+    """
+    if shown.grep_lines is not None and not raw:
+        text = "".join(prefix + render_terminal_text(line).rstrip("\n").replace("\n", " ") + "\n" for prefix, line in shown.grep_lines)
+    else:
+        text = shown.text if raw else render_terminal_text(shown.text)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text
 
 
 async def list_commands(store: JournalStore | None, key: int | str) -> None:
@@ -75,7 +87,8 @@ def status_line(label: str, shown: Page) -> str:
         if shown.total_lines == 0:
             parts.append("no output")
         else:
-            parts.append(f"lines {shown.first_line}-{shown.last_line} of {shown.total_lines:,}")
+            # plain numbers, as `--lines A:B` takes them back
+            parts.append(f"lines {shown.first_line}-{shown.last_line} of {shown.total_lines}")
     else:
         parts.append(f"bytes {shown.start}:{shown.end}")
     return "[" + " · ".join(parts) + "]"

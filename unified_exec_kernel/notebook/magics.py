@@ -26,10 +26,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from . import journal_pages, replays
 from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
 from .cell_run import CellRequest, run_in_cell
-from ..core.journal.paging import PageError, PageRequest, parse_range
 from ..core.completion.collect import compile_until
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
@@ -106,14 +104,15 @@ class UnifiedExecMagics(Magics):
         """
         self._in_background(self.run_uexec(line, cell))
 
-    async def run_uexec(self, line: str, cell: str | None) -> None:
+    async def run_uexec(self, line: str, cell: str | None, more: bool = False) -> None:
+        """`more`: code follows this line in its cell (the rewrite knows), which an interrupt skips."""
         options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
         args = _parse(self.uexec, options)
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
         wake_on_signals()
-        result = await run_in_cell(self.manager, self.bridge, request, self.live_view)
+        result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:
             self.shell.user_ns[args.out] = result
         failed = _failure(result)
@@ -128,7 +127,9 @@ class UnifiedExecMagics(Magics):
         try:
             compile_until(args.until)  # every option is checked before anything starts
         except ValueError as error:
-            raise UsageError(str(error)) from None
+            # the engine names its field (`until`); here it is an option
+            message = str(error)
+            raise UsageError("--" + message if message.startswith("until ") else message) from None
         shown = {
             "timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet,
             "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,
@@ -229,6 +230,9 @@ class UnifiedExecMagics(Magics):
 
     async def run_uexec_output(self, line: str) -> None:
         args = _parse(self.uexec_output, line)
+        from . import journal_pages  # with the renderer (pyte): at the first read, not at every kernel start
+        from ..core.journal.paging import PageError, PageRequest, parse_range
+
         store = self.manager.journals
         if args.drop or args.commands:
             others = [option for option in ("head", "tail", "lines", "bytes", "grep", "command") if getattr(args, option) is not None]
@@ -266,6 +270,8 @@ class UnifiedExecMagics(Magics):
 
     async def run_uexec_record(self, line: str) -> None:
         args = _parse(self.uexec_record, line)
+        from . import journal_pages
+
         await journal_pages.record(self.manager.journals, args.session, args.file, version=2 if args.v2 else 3)
 
     # -- %uexec_replay ---------------------------------------------------------
@@ -284,6 +290,8 @@ class UnifiedExecMagics(Magics):
         args = _parse(self.uexec_replay, line)
         if args.idle < 0:
             raise UsageError(f"--idle must be 0 or more seconds, not {args.idle:g}")
+        from . import replays
+
         await replays.show_replay(self.manager.journals, args.source, self.live_view, idle_limit=args.idle or None)
 
     # -- plumbing ------------------------------------------------------------

@@ -23,9 +23,10 @@ async def show_replay(store: JournalStore | None, source: str, views, *, idle_li
         reason = "no live view here" if views is None else views.unavailable()
         raise UsageError(f"%uexec_replay shows a player, which needs the live view: {reason}")
     path, title = _recording(store, source)
-    if store is not None and path != source:
+    is_file = os.path.isfile(os.path.expanduser(source))
+    if store is not None and not is_file:
         await asyncio.wrap_future(store.flushed())  # what the session printed so far is on disk
-    played = await asyncio.get_running_loop().run_in_executor(None, _read, path, idle_limit)
+    played = await asyncio.get_running_loop().run_in_executor(None, _read, path, idle_limit, source if is_file else None)
     display(views.replay(played, title))
 
 
@@ -44,11 +45,20 @@ def _recording(store: JournalStore | None, source: str) -> tuple[str, str]:
     return entry.path, " ".join(entry.command) if entry.command else entry.label
 
 
-def _read(path: str, idle_limit: float | None) -> Playback:
+def _read(path: str, idle_limit: float | None, given: str | None) -> Playback:
+    """`given`: the file as the user named it, which a refusal names (the reader names its base name)."""
     try:
         with open_journal(path) as journal:
             return playback(journal, idle_limit=idle_limit)
     except TooLargeToPlay as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(_as_given(str(error), path, given)) from None
     except UNEXPECTED as error:  # JournalError among them
-        raise UsageError(str(unreadable(path, error))) from None
+        raise UsageError(_as_given(str(unreadable(path, error)), path, given)) from None
+
+
+def _as_given(message: str, path: str, given: str | None) -> str:
+    """A refusal names the file as the user named it (the reader names its base name)."""
+    base = os.path.basename(path)
+    if given is not None and message.startswith(base + " "):
+        return given + message[len(base) :]
+    return message

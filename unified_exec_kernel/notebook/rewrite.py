@@ -30,9 +30,9 @@ _LINE_MAGIC = re.compile(r"%(uexec|uexec_kill|uexec_output|uexec_record|uexec_re
 _HERE = '__import__("unified_exec_kernel.notebook.rewrite", fromlist=["_"])'
 
 
-def run_uexec(line: str, cell: str | None):
-    """The coroutine of `%%uexec` / `%uexec` (what a rewritten cell awaits)."""
-    return _magics().run_uexec(line, cell)
+def run_uexec(line: str, cell: str | None, more: bool = False):
+    """The coroutine of `%%uexec` / `%uexec` (what a rewritten cell awaits); `more`: code follows the line."""
+    return _magics().run_uexec(line, cell, more)
 
 
 def run_uexec_kill(line: str):
@@ -94,7 +94,12 @@ class AwaitLineMagic(TokenTransformBase):
         line = assemble_continued_line(lines, (self.start_line, self.start_col), end_line)
         magic = _LINE_MAGIC.fullmatch(line.rstrip("\n"))
         name, rest = magic.group(1), magic.group(2).strip()
-        call = f"run_uexec({rest!r}, None)" if name == "uexec" else f"run_{name}({rest!r})"
+        if name == "uexec":
+            # whether an interrupt here skips code of the cell (its error line says so)
+            more = any(later.strip() and not later.lstrip().startswith("#") for later in lines[end_line + 1 :])
+            call = f"run_uexec({rest!r}, None{', True' if more else ''})"
+        else:
+            call = f"run_{name}({rest!r})"
         return lines[: self.start_line] + [f"await {_HERE}.{call}\n"] + lines[end_line + 1 :]
 
 

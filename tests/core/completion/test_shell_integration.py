@@ -255,9 +255,22 @@ def test_the_nonce_is_in_no_environment_and_its_pipe_is_closed(start, shell):
     assert "fd-closed" in fd.output, fd.output
 
 
-@pytest.mark.parametrize(("shell", "trace_on"), [("bash", "set -x"), ("zsh", "setopt xtrace")])
-def test_tracing_shows_none_of_the_hooks(start, shell, trace_on):
-    sh = start([shell])
+@pytest.mark.parametrize(
+    ("argv", "trace_on"),
+    [
+        (["bash"], "set -x"),
+        # --norc and login shells load ours from PROMPT_COMMAND (Debian's bash 5.2 traced
+        # the no-op left where the bootstrap was: `++ __uexec_pass`, `++ return 0`)
+        (["bash", "--norc"], "set -x"),
+        (["bash", "-l"], "set -x"),
+        (["zsh"], "setopt xtrace"),
+        (["zsh", "-l"], "setopt xtrace"),
+        (["zsh", "-f"], "setopt xtrace"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_tracing_shows_none_of_the_hooks(start, argv, trace_on):
+    sh = start(argv)
     sh.run(trace_on)
     before = len(sh.text)
     result = sh.run("echo traced-$((6*7))")
@@ -265,6 +278,7 @@ def test_tracing_shows_none_of_the_hooks(start, shell, trace_on):
     shown = sh.text[before:]
     assert "echo traced-" in shown, "the user's own command is traced as always"
     assert "uexec" not in shown and sh.nonce not in shown, shown
+    assert not re.search(r"^\++ ?return\b", shown, re.M), shown
 
 
 def test_bash_norc_reads_no_rc_file(start):

@@ -45,6 +45,16 @@ async def test_grep_shows_line_numbers_and_context_as_grep_n_does(shell_journal)
     assert adjacent.text.splitlines() == ["9-9", "10:10", "11-11", "12:12", "13-13"]
 
 
+async def test_grep_keeps_each_number_apart_from_its_line_so_a_carriage_return_cannot_wipe_it(tmp_path):
+    async with journaled(tmp_path) as (manager, store):
+        await manager.start(["printf", "step 1\\nx\\033[2K\\rstep 2\\nold\\rstep 3\\n"], name="bar")
+        with await written(store, "bar") as journal:
+            result = page(journal, PageRequest(grep="step"))
+    assert [prefix for prefix, _ in result.grep_lines] == ["1:", "2:", "3:"]
+    assert result.grep_lines[1][1] == "x\x1b[2K\rstep 2"
+    assert result.text == "".join(prefix + line + "\n" for prefix, line in result.grep_lines)
+
+
 async def test_bytes_use_the_output_offsets_of_the_protocol(shell_journal):
     command = shell_journal.chapters()[2]
     result = page(shell_journal, PageRequest(byte_range=(command.start, command.start + 3)))
@@ -60,7 +70,10 @@ async def test_a_page_over_its_size_is_cut_at_a_line_and_says_so(shell_journal):
 @pytest.mark.parametrize(
     "request_, message",
     [
-        (PageRequest(lines=(9000, 9010)), "lines 9000:9010 are past the end: the output has 5,010 lines"),
+        (PageRequest(lines=(9000, 9010)), "lines 9000:9010 are past the end: the output has 5010 lines"),
+        # the range as the user typed it (`--lines 99999:`), not one made of the total
+        (PageRequest(lines=(99999, None)), "lines 99999: are past the end: the output has 5010 lines"),
+        (PageRequest(lines=(7, 3)), "--lines takes A:B with 1 <= A <= B, not 7:3"),
         (PageRequest(command=4), "no command 4: the session ran 3 (1 to 3, or -1 for the last)"),
         (PageRequest(command=0), "no command 0: the session ran 3 (1 to 3, or -1 for the last)"),
         (PageRequest(grep="("), "--grep is not a valid regular expression: missing ), unterminated subpattern at position 0"),

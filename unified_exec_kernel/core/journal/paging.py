@@ -51,6 +51,10 @@ class Page:
     total_lines: int  # in what was narrowed to (the whole output, or the command's)
     command: Command | None = None
     notes: list[str] = field(default_factory=list)  # one line each: cut to the page's size, output not kept
+    # --grep: each shown line as (`N:`, `N-` or `--`; its terminal text), what `text` joins.
+    # A face that renders must render each line on its own: a line's `\r` or erase
+    # (a progress bar's `\x1b[2K\r`) would otherwise wipe the number before it.
+    grep_lines: list[tuple[str, str]] | None = None
 
 
 def parse_range(text: str, what: str) -> tuple[int, int | None]:
@@ -84,7 +88,7 @@ def page(journal: Journal, request: PageRequest) -> Page:
         if start < 0 or (end is not None and end < start):
             raise PageError(f"--bytes takes START:END with 0 <= START <= END, not {start}:{'' if end is None else end}")
         if start >= high and high > low:
-            raise PageError(f"bytes {start}:{'' if end is None else end} are past the end: the output ends at byte {high:,}")
+            raise PageError(f"bytes {start}:{'' if end is None else end} are past the end: the output ends at byte {high}")
         end = high if end is None else end
         start, end = max(start, low), min(end, high)
         first = last = None
@@ -94,7 +98,8 @@ def page(journal: Journal, request: PageRequest) -> Page:
         end = _line_offset(journal, base, last + 1, low, high) if last < total else high
     result = Page("", start, end, first, last, total, command)
     if pattern is not None:
-        result.text = _grep(_lines(journal.chunks(start, end)), pattern, request.context, first or 1, request.max_bytes, result.notes)
+        result.grep_lines = _grep(_lines(journal.chunks(start, end)), pattern, request.context, first or 1, request.max_bytes, result.notes)
+        result.text = "".join(prefix + line + "\n" for prefix, line in result.grep_lines)
     else:
         data = journal.read(start, end, request.max_bytes + 1)
         if len(data) > request.max_bytes:
@@ -146,12 +151,12 @@ def _line_span(request: PageRequest, total: int) -> tuple[int, int]:
     if request.lines is None:
         return 1, total
     first, last = request.lines
-    last = total if last is None else last
-    if first < 1 or last < first:
-        raise PageError(f"--lines takes A:B with 1 <= A <= B, not {first}:{last}")
+    typed = f"{first}:{'' if last is None else last}"  # refusals quote what the user gave
+    if first < 1 or (last is not None and last < first):
+        raise PageError(f"--lines takes A:B with 1 <= A <= B, not {typed}")
     if first > total:
-        raise PageError(f"lines {first}:{last} are past the end: the output has {total:,} line{'s' if total != 1 else ''}")
-    return first, min(last, total)
+        raise PageError(f"lines {typed} are past the end: the output has {total} line{'s' if total != 1 else ''}")
+    return first, total if last is None else min(last, total)
 
 
 def _line_offset(journal: Journal, base: int, line: int, low: int, high: int) -> int:
@@ -174,11 +179,11 @@ def _lines(chunks) -> Iterator[str]:
         yield carry.decode("utf-8", "replace")
 
 
-def _grep(lines: Iterator[str], pattern: re.Pattern, context: int, first: int, max_bytes: int, notes: list[str]) -> str:
+def _grep(lines: Iterator[str], pattern: re.Pattern, context: int, first: int, max_bytes: int, notes: list[str]) -> list[tuple[str, str]]:
     """Matching lines as `grep -n` shows them: `N:` a match, `N-` its context, `--` between groups.
 
     One pass, holding the `context` lines before the current one and nothing else."""
-    shown: list[str] = []
+    shown: list[tuple[str, str]] = []
     size = 0
     before: deque[tuple[int, str]] = deque(maxlen=context)
     after = 0  # context lines still to show after the last match
@@ -189,26 +194,25 @@ def _grep(lines: Iterator[str], pattern: re.Pattern, context: int, first: int, m
         matched = pattern.search(_ESCAPES.sub("", line)) is not None
         if matched:
             matches += 1
-            numbered = [(n, f"{n}-{text}") for n, text in before if n > last_shown] + [(number, f"{number}:{line}")]
+            numbered = [(n, (f"{n}-", text)) for n, text in before if n > last_shown] + [(number, (f"{number}:", line))]
             if context and shown and numbered[0][0] > last_shown + 1:
-                shown.append("--")  # as grep separates groups that are not adjacent
-            group = [text for _, text in numbered]
+                shown.append(("--", ""))  # as grep separates groups that are not adjacent
+            group = [numbered_line for _, numbered_line in numbered]
             before.clear()
             after = context
         elif after:
-            group, after = [f"{number}-{line}"], after - 1
+            group, after = [(f"{number}-", line)], after - 1
         else:
             if context:
                 before.append((number, line))
             continue
-        for text in group:
-            size += len(text) + 1
+        for prefix, text in group:
+            size += len(prefix) + len(text) + 1
             if size > max_bytes:
                 notes.append(f"more matches than {max_bytes:,} bytes can show: narrow --grep or the range")
-                return "\n".join(shown) + "\n"
-            shown.append(text)
+                return shown
+            shown.append((prefix, text))
         last_shown = number
     if not matches:
         notes.append(f"no line matches {pattern.pattern!r}")
-        return ""
-    return "\n".join(shown) + "\n"
+    return shown

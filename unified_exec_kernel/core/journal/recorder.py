@@ -127,22 +127,64 @@ class SessionRecorder:
 
 
 def command_text(echo: bytes) -> str:
-    """The command line a terminal echoed: escapes and line editing out, continuation prompts too."""
-    text = _ESCAPE.sub(b"", echo).decode("utf-8", "replace")
+    """The command line a terminal echoed: escapes and line editing out, continuation prompts too.
+
+    Each line is replayed on a cursor, as the terminal drew it: a character
+    overwrites, `\b` and `ESC[nD` move left, `ESC[nC` right, `ESC[K` erases to
+    the end, and `\r` goes back to the start of the row. A line longer than
+    the terminal is wide wraps, and the line editor marks the new row: bash
+    writes a space there and `\r`, zsh a space, `\r`, `ESC[K`; the space is
+    overwritten by what follows (it read as a space in the command), and from
+    then on `\r` returns to that row's start.
+    """
     lines = []
-    for number, raw in enumerate(text.split("\n")):
-        line: list[str] = []
-        for char in raw:
-            if char in "\b\x7f":
-                if line:
-                    line.pop()
-            elif char == "\r" or (char < " " and char != "\t"):
-                continue
-            else:
-                line.append(char)
-        cleaned = "".join(line).rstrip()
+    for number, raw in enumerate(echo.split(b"\n")):
+        cleaned = _replay_line(raw.decode("utf-8", "replace")).rstrip()
         if number and cleaned.startswith("> "):
             cleaned = cleaned[2:]  # the shell's continuation prompt (PS2)
         if cleaned.strip():
             lines.append(cleaned)
     return "\n".join(lines)[:MAX_LABEL_CHARS]
+
+
+_CURSOR = re.compile(r"\x1b\[([0-9]*)([CDK])")
+_OTHER_ESCAPE = re.compile(_ESCAPE.pattern.decode())
+
+
+def _replay_line(raw: str) -> str:
+    cells: list[str] = []
+    cursor = row = 0  # row: where the cursor's row starts (0 until a wrap is seen)
+    index = 0
+    while index < len(raw):
+        char = raw[index]
+        if char == "\x1b":
+            move = _CURSOR.match(raw, index)
+            if move is not None:
+                count = int(move[1] or 1)
+                if move[2] == "C":
+                    cursor = min(cursor + count, len(cells))
+                elif move[2] == "D":
+                    cursor = max(cursor - count, row)
+                elif move[1] in ("", "0"):
+                    del cells[cursor:]
+                index = move.end()
+                continue
+            other = _OTHER_ESCAPE.match(raw, index)
+            index = other.end() if other is not None else index + 1
+            continue
+        index += 1
+        if char == "\r":
+            if cursor and cells[cursor - 1] == " " and cursor == len(cells) and cursor - 1 >= row:
+                row = cursor - 1  # the wrap's mark: the new row starts at that space
+            cursor = row
+        elif char == "\b":
+            cursor = max(cursor - 1, 0)
+        elif (char < " " and char != "\t") or char == "\x7f":
+            continue  # a terminal draws none of them
+        elif cursor < len(cells):
+            cells[cursor] = char
+            cursor += 1
+        else:
+            cells.append(char)
+            cursor += 1
+    return "".join(cells)

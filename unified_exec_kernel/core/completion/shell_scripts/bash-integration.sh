@@ -143,10 +143,17 @@ __uexec_forget_environment() {
 
 # PROMPT_COMMAND with the bootstrap text replaced by what it stood for: the
 # environment's own PROMPT_COMMAND, or a command that does nothing, not even to $?,
-# so that whatever the startup files put around it still parses and sees $?.
+# so that whatever the startup files put around it still parses and sees $?. The
+# no-op is a group with its trace hidden, as the bootstrap was (under `set -x` a bare
+# one traced `++ __uexec_pass` and `++ return 0` after every command); a
+# PROMPT_COMMAND that was the bootstrap alone becomes empty.
 __uexec_unbootstrap() {
-    local __uexec_boot=$UEXEC_BASH_BOOTSTRAP __uexec_orig=__uexec_pass __uexec_i
-    if [[ -n ${UEXEC_BASH_PROMPT_COMMAND+set} ]]; then __uexec_orig=$UEXEC_BASH_PROMPT_COMMAND; fi
+    local __uexec_boot=$UEXEC_BASH_BOOTSTRAP __uexec_orig='{ __uexec_pass; } 2>/dev/null' __uexec_i
+    if [[ -n ${UEXEC_BASH_PROMPT_COMMAND+set} ]]; then
+        __uexec_orig=$UEXEC_BASH_PROMPT_COMMAND
+    elif [[ ${PROMPT_COMMAND@a} != *a* && $PROMPT_COMMAND == "$__uexec_boot" ]]; then
+        __uexec_orig=
+    fi
     for __uexec_i in "${!PROMPT_COMMAND[@]}"; do
         PROMPT_COMMAND[__uexec_i]=${PROMPT_COMMAND[__uexec_i]//"$__uexec_boot"/"$__uexec_orig"}
     done

@@ -185,3 +185,10 @@ def test_each_display_carries_the_last_screen_refreshed_when_the_cell_finishes_a
     assert VIEW in ended and "got hello" in ended["text/plain"]
     state = kernel.run("print(painted.screen_html == painted._repr_mimebundle_()[0]['text/html'].split('<div')[0])")
     assert state.strip() == "True"
+
+
+def test_a_session_that_printed_vims_private_sgr_shows_live_and_saved(kernel):
+    # vim prints ESC[?4m at start; pyte's screen refused it with a traceback instead of a view.
+    data, execution = show_live(kernel, "%%uexec --live -t 3000 --until vim-done\nprintf 'before\\033[?4m\\033[?1;2m\\033[>4;2m vim-done\\n'; sleep 30\n")
+    assert execution.error is None and "Traceback" not in execution.text, execution.text
+    assert "before vim-done" in data["text/html"] and "before vim-done" in data["text/plain"]

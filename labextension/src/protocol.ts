@@ -119,6 +119,13 @@ export interface AttachedMessage {
   session_id: SessionId;
   /** Where the replayed scrollback starts: 0 unless older output was dropped. */
   offset: number;
+  /**
+   * Where the replay ends and live output starts. What a view parses before
+   * it is history: queries in it (a past `vi`'s) get no answer. Absent from
+   * kernels before it was added: then only replayed `data` (with the
+   * attach's `request_id`) counts as history.
+   */
+  end?: number;
   alive: boolean;
   exit_code: number | null;
   rows: number;

@@ -31,6 +31,8 @@ async def test_replay_then_live_covers_every_byte_in_order():
     data = [m for m in sent if m["type"] == "data"]
     assert data[0]["request_id"] == "r1" and data[0]["data"] == "before\r\n"
     assert all(m["request_id"] is None for m in data[1:])
+    # `end`: where the replay stops and live output starts (a view answers no query before it).
+    assert sent[0]["end"] == data[0]["end"] == data[1]["offset"] - data[1]["skipped"]
     check_contiguous(data)
     assert "".join(m["data"] for m in data) == "before\r\n" + "".join(f"{i}\r\n" for i in range(1, 2001))
     assert sent[-1]["exit_code"] == 0

@@ -117,6 +117,8 @@ async def test_a_second_attach_replays_and_the_window_starts_over():
     stream.replay("two")
     attached = [m for m in view.messages if m["type"] == "attached"]
     assert [m["request_id"] for m in attached] == ["one", "two"] and attached[-1]["offset"] == 0
+    # `end`: where the replay stops and live output starts (the frames carry no request id to tell).
+    assert attached[0]["end"] == len(b"first\r\n") and attached[-1]["end"] == session.offset
     assert b"".join(frame[3] for frame in view.frames).startswith(b"first\r\n")
     assert stream.acked == 0 and stream.sent_end == session.offset
     stream.close()

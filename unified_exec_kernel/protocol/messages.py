@@ -236,6 +236,9 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "request_id": rid,
         "session_id": session.session_id,
         "offset": offset,
+        # Where the replay ends and live output starts: a view answers no
+        # query it finds before it (the program that asked is long gone).
+        "end": session.offset,
         "alive": session.alive,
         "exit_code": session.exit_code,
         "rows": rows,

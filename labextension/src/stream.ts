@@ -70,6 +70,11 @@ export class SessionStream {
     return this._state !== 'attached';
   }
 
+  /** The program's output is stopped by XOFF (Ctrl+S): the view says so until an XON (Ctrl+Q). */
+  get paused(): boolean {
+    return this._paused && this._state === 'attached' && this._alive;
+  }
+
   /** Attached to a running process: keystrokes and resizes make sense. */
   get live(): boolean {
     return this._state === 'attached' && this._alive;
@@ -83,6 +88,10 @@ export class SessionStream {
         return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
       case 'exited':
         return this._onExited(msg.exit_code, msg.closed === true);
+      case 'flow':
+        // Nothing to write: `paused` changed (the terminal shows it beside the output, not in it).
+        this._paused = msg.paused === true;
+        return null;
       case 'error':
         return this._onError(msg.request_id, msg.error, msg.message);
       default:
@@ -99,6 +108,7 @@ export class SessionStream {
     this._state = 'attached';
     this._alive = alive;
     this._replayEnd = typeof msg.end === 'number' ? msg.end : offset;
+    this._paused = msg.paused === true;
     if (this._resuming) {
       this._resuming = false;
       // What the kernel dropped while the view was away is a hole too.
@@ -195,6 +205,7 @@ export class SessionStream {
   private _exited = false;
   private _atLineStart = true;
   private _resuming = false;
+  private _paused = false;
   /** Where the replay of the current attachment ends (`attached.end`). */
   private _replayEnd = 0;
   /** An `attached` of this attachment's `begin` arrived: there is something to keep. */

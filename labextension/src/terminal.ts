@@ -19,6 +19,8 @@ export namespace SessionTerminal {
     carrier: Carrier;
     /** Shown as `data-session-id`; the carrier is what selects the session. */
     sessionId: number;
+    /** Told when the program's output is stopped by XOFF or started again (a header may say so too). */
+    pausedChanged?: (paused: boolean) => void;
   }
 }
 
@@ -44,8 +46,19 @@ export class SessionTerminal {
     this.node.className = 'uexec-terminal';
     this.node.dataset.sessionId = String(options.sessionId);
     this._carrier = options.carrier;
+    this._pausedChanged = options.pausedChanged;
+    this._pausedNote = document.createElement('div');
+    this._pausedNote.className = 'uexec-terminal-paused';
+    this._pausedNote.textContent = 'output paused (Ctrl+S) · Ctrl+Q resumes';
+    this._pausedNote.hidden = true;
+    this.node.appendChild(this._pausedNote);
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     this._term.loadAddon(this._fit);
+    // Ctrl+S (Cmd+S) saves in JupyterLab and Notebook 7, here as everywhere
+    // in the page: xterm leaves the key alone (no XOFF to the terminal) and
+    // the application's shortcut takes it. A page with no save command
+    // (Voila, a plain anywidget host) sends it on, as a terminal does.
+    this._term.attachCustomKeyEventHandler(event => !(isSaveKey(event) && inJupyterApp(this.node)));
     // xterm answers queries (device attributes, colours, modes) through
     // `onData` while it parses them. History's queries were asked by
     // programs long gone (a replayed `vi`): their answers would be typed
@@ -158,6 +171,7 @@ export class SessionTerminal {
     if (action) {
       this._apply(action);
     }
+    this._showPaused(this._stream.paused && !this._closed);
     if (msg.type === 'data' && this._carrier.written && (!action || action.kind !== 'write')) {
       // Dropped, not written: the kernel need not hold the window for it.
       this._carrier.written(Math.max(msg.end, this._stream.end), this._pacer.drained);
@@ -211,11 +225,22 @@ export class SessionTerminal {
     }
   }
 
+  /** Never silent: a terminal whose output is stopped says so, beside its rows, until it starts. */
+  private _showPaused(paused: boolean): void {
+    if (paused === !this._pausedNote.hidden) {
+      return;
+    }
+    this._pausedNote.hidden = !paused;
+    this.node.classList.toggle('uexec-mod-paused', paused);
+    this._pausedChanged?.(paused);
+  }
+
   private _onClosed(reason: string): void {
     if (this._closed) {
       return;
     }
     this._closed = true;
+    this._showPaused(false);
     this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
   }
 
@@ -323,6 +348,8 @@ export class SessionTerminal {
   private _typedAhead = '';
   private _hidden = false;
   private _replayAtPtySize = false;
+  private readonly _pausedNote: HTMLDivElement;
+  private readonly _pausedChanged?: (paused: boolean) => void;
   /** Off while xterm parses history: its answers to queries are dropped. */
   private _answering = true;
 }
@@ -336,6 +363,16 @@ export class SessionTerminal {
 function duringUserInput(): boolean {
   const event = window.event;
   return event instanceof UIEvent || (typeof ClipboardEvent !== 'undefined' && event instanceof ClipboardEvent);
+}
+
+/** Ctrl+S, or Cmd+S on a Mac: the save shortcut of JupyterLab and Notebook 7. */
+function isSaveKey(event: KeyboardEvent): boolean {
+  return (event.ctrlKey || event.metaKey) && !event.altKey && !event.shiftKey && event.code === 'KeyS';
+}
+
+/** The view is in a JupyterLab or Notebook 7 page, whose Ctrl+S saves the notebook. */
+function inJupyterApp(node: HTMLElement): boolean {
+  return node.closest('.jp-LabShell, .jp-NotebookShell') !== null;
 }
 
 function clamp(n: number): number {

@@ -155,15 +155,12 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
     url ? new DirectCarrier({ url, sessionId }) : null,
     new WidgetCarrier(model)
   );
+  let paused = false;
   const update = (): void => {
     title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
     title.title = title.textContent;
-    state.textContent = viewState(
-      model.get('alive'),
-      model.get('exit_code'),
-      !carrier.isClosed,
-      model.get('closed') === true
-    );
+    const shown = viewState(model.get('alive'), model.get('exit_code'), !carrier.isClosed, model.get('closed') === true);
+    state.textContent = paused && shown === 'running' ? 'running · output paused (Ctrl+Q resumes)' : shown;
   };
   const stopListening = carrier.listen({ received: () => undefined, closed: update });
   // One event per call: not every host's model takes a space-separated list.
@@ -172,7 +169,14 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   }
   update();
 
-  const terminal = new SessionTerminal({ carrier, sessionId });
+  const terminal = new SessionTerminal({
+    carrier,
+    sessionId,
+    pausedChanged: now => {
+      paused = now;
+      update();
+    }
+  });
   el.appendChild(terminal.node);
   const views = shownBySession.get(sessionId) ?? new Set<Shown>();
   shownBySession.set(sessionId, views);

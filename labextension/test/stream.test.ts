@@ -76,6 +76,19 @@ describe('SessionStream', () => {
     assert.deepEqual(history(actions), [null, true, false]);
   });
 
+  test('paused follows attached.paused and flow messages, and ends with the program', () => {
+    const stream = new SessionStream();
+    stream.begin(ME);
+    stream.handle({ ...attached(), paused: true });
+    assert.equal(stream.paused, true);
+    assert.equal(stream.handle({ type: 'flow', session_id: 0, paused: false }), null);
+    assert.equal(stream.paused, false);
+    stream.handle({ type: 'flow', session_id: 0, paused: true });
+    assert.equal(stream.paused, true);
+    stream.handle({ type: 'exited', session_id: 0, exit_code: 0, request_id: null } as KernelMessage);
+    assert.equal(stream.paused, false);
+  });
+
   test('what a resume missed is history too, and what follows it is live', () => {
     const stream = new SessionStream();
     stream.begin(ME);

@@ -229,3 +229,19 @@ async def test_two_views_hold_the_program_until_both_let_go():
     assert session.terminal.paused  # the other view still draws
     assert await read_to_the_end(two, second) == seq_bytes(SEQ)
     await session.close()
+
+
+async def test_the_direct_channel_says_when_output_is_paused_by_xoff_and_resumed():
+    session = spawn(["bash", "--norc", "-i"])
+    await Reader(session).until("$ ")
+    view = View()
+    stream = WindowedStream(session, view.messages.append, view.output)
+    stream.replay("r")
+    assert view.messages[0]["paused"] is False
+    session.write("\x13")
+    await until(lambda: any(m["type"] == "flow" for m in view.messages), "flow: paused")
+    session.write("\x11")
+    await until(lambda: len([m for m in view.messages if m["type"] == "flow"]) == 2, "flow: started")
+    assert [m["paused"] for m in view.messages if m["type"] == "flow"] == [True, False]
+    stream.close()
+    await session.close()

@@ -10,7 +10,7 @@
 
 import { CarrierBase } from './carrier';
 import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
-import { viewState } from './format';
+import { DISCONNECTED_NOTICE, viewState } from './format';
 import { asKernelMessage, type FrontEndMessage } from './protocol';
 import { renderPlayer } from './player';
 import { SessionTerminal } from './terminal';
@@ -71,7 +71,7 @@ class WidgetCarrier extends CarrierBase {
   };
 
   private readonly _onGone = (): void => {
-    this.close('disconnected from the kernel');
+    this.close(DISCONNECTED_NOTICE);
   };
 }
 

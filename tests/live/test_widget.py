@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -189,6 +190,27 @@ def test_each_display_carries_the_last_screen_refreshed_when_the_cell_finishes_a
 
 def test_a_session_that_printed_vims_private_sgr_shows_live_and_saved(kernel):
     # vim prints ESC[?4m at start; pyte's screen refused it with a traceback instead of a view.
-    data, execution = show_live(kernel, "%%uexec --live -t 3000 --until vim-done\nprintf 'before\\033[?4m\\033[?1;2m\\033[>4;2m vim-done\\n'; sleep 30\n")
-    assert execution.error is None and "Traceback" not in execution.text, execution.text
+    program = "sh -c 'printf \"before\\033[?4m\\033[?1;2m\\033[>4;2m vim-%s\\n\" done; sleep 30'"
+    kernel.run(f"%%uexec --name vimlike -t 5000 --until vim-done\n{program}\n")
+    shown = kernel.execute(
+        "from unified_exec_kernel.live.widget import TerminalWidget\n"
+        "from unified_exec_kernel.jupyter.current import current_manager\n"
+        "TerminalWidget(current_manager().session('vimlike').session_id)"
+    )
+    assert shown.error is None and "Traceback" not in shown.text, shown.text
+    data = displays_of(shown.messages)[0]["data"]
     assert "before vim-done" in data["text/html"] and "before vim-done" in data["text/plain"]
+
+
+def test_the_saved_screen_follows_the_session_while_it_prints_without_a_cell(kernel):
+    program = "sh -c 'echo first-$((1+1)); sleep 2; echo later-$((6*7)); sleep 30'"
+    show_live(kernel, f"%%uexec --live -t 500 --until first-2\n{program}\n")  # its refresh at the cell's end: first-2 only
+    # No cell runs from here: what prints still reaches the saved screen, a few seconds behind at most.
+    started = time.monotonic()
+    later = kernel.messages_until(
+        lambda msg: msg["msg_type"] == "update_display_data",
+        lambda msg: "later-42" in msg["content"]["data"].get("text/html", ""),
+        timeout=10,
+    )[-1]["content"]["data"]
+    assert time.monotonic() - started < 7
+    assert "first-2" in later["text/html"] and "running]" in later["text/html"] and "later-42" in later["text/plain"]

@@ -9,7 +9,11 @@ run Python, because the endpoint runs on the engine's loop, not in the cell.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from IPython import get_ipython
 from IPython.display import display
@@ -27,6 +31,23 @@ from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
+#: While a displayed view's session prints, its saved screen (the display's
+#: `text/html`, `screen_html`) is brought up to date at most this often...
+SNAPSHOT_EVERY_S = 2.0
+#: ...and never more often than this many times its last render took (a full
+#: scrollback is ~0.5 s of pyte): the screen is drawn on a worker thread, so
+#: neither the kernel's loop nor the engine's waits for it, but it shares the GIL.
+SNAPSHOT_COST_FACTOR = 5
+_snapshot_worker: ThreadPoolExecutor | None = None
+_snapshot_worker_lock = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    global _snapshot_worker
+    with _snapshot_worker_lock:
+        if _snapshot_worker is None:
+            _snapshot_worker = ThreadPoolExecutor(1, thread_name_prefix="uexec-snapshot")
+        return _snapshot_worker
 
 class TerminalWidget(LoadedWidget):
     session_id = Int(help="the session shown").tag(sync=True)
@@ -46,6 +67,9 @@ class TerminalWidget(LoadedWidget):
         session = bridge.call(manager.session, session_id)
         super().__init__(session_id=session_id, title=shlex.join(session.command), kernel_id=direct_kernel_id(), **kwargs)
         self._handles: list = []  # the displays of this widget, refreshed with its screen
+        self._snapshot_timer = None  # engine: a refresh is due (output came since the last)
+        self._snapshot_busy = False  # a snapshot is being drawn or shown: output waits for the next
+        self._snapshot_cost = 0.0  # seconds the last one took to draw
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
@@ -64,6 +88,36 @@ class TerminalWidget(LoadedWidget):
         every byte sent on the comm too would cost the kernel and the page twice.
         """
         self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code, session.closed))
+        # Output alone, not a timer: nothing runs while the session is quiet.
+        self._stop_snapshots = self._session.subscribe(self._output_came)
+        self._session.on_exit(lambda _session: self._stop_snapshots())
+
+    # -- the saved screen kept current while the session prints ------------------
+
+    def _output_came(self, _data: bytes, _offset: int) -> None:
+        """On the engine, per chunk: at most one refresh waits at a time."""
+        if self._snapshot_timer is None and not self._snapshot_busy and self._handles:
+            delay = max(SNAPSHOT_EVERY_S, SNAPSHOT_COST_FACTOR * self._snapshot_cost)
+            self._snapshot_timer = asyncio.get_running_loop().call_later(delay, self._snapshot_due)
+
+    def _snapshot_due(self) -> None:
+        """On the engine: take the output as it is now and draw it on the worker thread."""
+        self._snapshot_timer = None
+        if self.comm is None or not self._session.alive:
+            return  # closed, or the exit's own refresh comes
+        self._snapshot_busy = True
+        (_, scrollback), (rows, cols) = _screen_of(self._session)
+        drawn = _worker().submit(_draw, scrollback, rows, cols)
+        drawn.add_done_callback(lambda done: self._bridge.to_kernel(self._show_snapshot, done))
+
+    def _show_snapshot(self, drawn: Future) -> None:
+        """On the kernel's main thread: the displays show the drawn screen."""
+        try:
+            if self.comm is not None and self.alive and drawn.exception() is None:
+                html_screen, text, self._snapshot_cost = drawn.result()
+                self._update_displays(html_screen, text)
+        finally:
+            self._snapshot_busy = False
 
     def _on_exit(self, exit_code: int | None, closed: bool = False) -> None:
         # On the kernel's main thread: a widget's traits change on one thread only.
@@ -105,24 +159,39 @@ class TerminalWidget(LoadedWidget):
         for handle in self._handles:
             handle.update(bundle, metadata=metadata, raw=True)
 
+    def _update_displays(self, html_screen: str, text: str) -> None:
+        bundle, metadata = self._bundle(html_screen, text)
+        for handle in self._handles:
+            handle.update(bundle, metadata=metadata, raw=True)
+
     def _repr_mimebundle_(self, **kwargs):
         """The view, and for pages without it (GitHub, nbviewer, an HTML export) the terminal's last screen."""
+        (_, scrollback), (rows, cols) = self._bridge.call(_screen_of, self._session)
+        html_screen, text, _cost = _draw(scrollback, rows, cols)
+        return self._bundle(html_screen, text, **kwargs)
+
+    def _bundle(self, html_screen: str, text: str, **kwargs):
         bundle, metadata = super()._repr_mimebundle_(**kwargs)
         note = ""
         if not frontend.built():
             bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
-        (_, scrollback), (rows, cols) = self._bridge.call(_screen_of, self._session)
-        text = scrollback.decode("utf-8")
         state = exit_state(self.alive, self.exit_code, self.closed)
         caption = f"live terminal: session {self.session_id} ({self.title}), {state}"
-        self.with_screen(bundle, screen_html(text, rows, cols), caption)
-        snapshot = render_terminal_text(text).rstrip("\n")
-        bundle["text/plain"] = f"{snapshot}\n[{caption}]{note}".lstrip("\n")
+        self.with_screen(bundle, html_screen, caption)
+        bundle["text/plain"] = f"{text}\n[{caption}]{note}".lstrip("\n")
         return bundle, metadata
 
 
 def _screen_of(session):
     return session.scrollback_snapshot(), session.size
+
+
+def _draw(scrollback: bytes, rows: int, cols: int) -> tuple[str, str, float]:
+    """The screen as HTML and the output as text (any thread), and the seconds it took."""
+    started = time.perf_counter()
+    text = scrollback.decode("utf-8", "replace")
+    drawn = screen_html(text, rows, cols), render_terminal_text(text).rstrip("\n")
+    return *drawn, time.perf_counter() - started
 
 
 class LiveViews:

@@ -32,11 +32,16 @@ from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
 #: While a displayed view's session prints, its saved screen (the display's
-#: `text/html`, `screen_html`) is brought up to date at most this often...
-SNAPSHOT_EVERY_S = 2.0
-#: ...and never more often than this many times its last render took (a full
-#: scrollback is ~0.5 s of pyte): the screen is drawn on a worker thread, so
-#: neither the kernel's loop nor the engine's waits for it, but it shares the GIL.
+#: `text/html`, `screen_html`) is brought up to date once output has paused
+#: this long: a display update makes the page render the view again, and a
+#: key typed in that instant would be lost, so not while someone types (each
+#: key's echo is output)...
+SNAPSHOT_QUIET_S = 1.5
+#: ...or, while output never pauses (a build's log), after this long anyway...
+SNAPSHOT_MAX_WAIT_S = 5.0
+#: ...and never more often than this many times its last drawing took (a full
+#: scrollback is ~0.5 s of pyte): it is drawn on a worker thread, so neither
+#: the kernel's loop nor the engine's waits for it, but it shares the GIL.
 SNAPSHOT_COST_FACTOR = 5
 _snapshot_worker: ThreadPoolExecutor | None = None
 _snapshot_worker_lock = threading.Lock()
@@ -70,6 +75,7 @@ class TerminalWidget(LoadedWidget):
         self._snapshot_timer = None  # engine: a refresh is due (output came since the last)
         self._snapshot_busy = False  # a snapshot is being drawn or shown: output waits for the next
         self._snapshot_cost = 0.0  # seconds the last one took to draw
+        self._output_since = self._output_at = 0.0  # engine loop times: first output not yet shown, the last output
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
@@ -95,13 +101,22 @@ class TerminalWidget(LoadedWidget):
     # -- the saved screen kept current while the session prints ------------------
 
     def _output_came(self, _data: bytes, _offset: int) -> None:
-        """On the engine, per chunk: at most one refresh waits at a time."""
+        """On the engine, per chunk: a time noted; at most one timer waits."""
+        loop = asyncio.get_running_loop()
+        self._output_at = loop.time()
         if self._snapshot_timer is None and not self._snapshot_busy and self._handles:
-            delay = max(SNAPSHOT_EVERY_S, SNAPSHOT_COST_FACTOR * self._snapshot_cost)
-            self._snapshot_timer = asyncio.get_running_loop().call_later(delay, self._snapshot_due)
+            self._output_since = self._output_at
+            self._snapshot_timer = loop.call_later(SNAPSHOT_QUIET_S, self._snapshot_due)
 
     def _snapshot_due(self) -> None:
-        """On the engine: take the output as it is now and draw it on the worker thread."""
+        """On the engine: once output paused (or waited long enough), draw it as it is now on the worker thread."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet_at = self._output_at + SNAPSHOT_QUIET_S
+        latest = self._output_since + max(SNAPSHOT_MAX_WAIT_S, SNAPSHOT_COST_FACTOR * self._snapshot_cost)
+        if now < min(quiet_at, latest):
+            self._snapshot_timer = loop.call_later(min(quiet_at, latest) - now, self._snapshot_due)
+            return
         self._snapshot_timer = None
         if self.comm is None or not self._session.alive:
             return  # closed, or the exit's own refresh comes

@@ -204,13 +204,16 @@ def test_a_session_that_printed_vims_private_sgr_shows_live_and_saved(kernel):
 
 def test_the_saved_screen_follows_the_session_while_it_prints_without_a_cell(kernel):
     program = "sh -c 'echo first-$((1+1)); sleep 2; echo later-$((6*7)); sleep 30'"
-    show_live(kernel, f"%%uexec --live -t 500 --until first-2\n{program}\n")  # its refresh at the cell's end: first-2 only
-    # No cell runs from here: what prints still reaches the saved screen, a few seconds behind at most.
+    data, _ = show_live(kernel, f"%%uexec --live -t 500 --until first-2\n{program}\n")
+    model_id = data[VIEW]["model_id"]
+    # No cell runs from here: what prints still reaches the widget's saved screen, a few seconds behind at most.
     started = time.monotonic()
-    later = kernel.messages_until(
-        lambda msg: msg["msg_type"] == "update_display_data",
-        lambda msg: "later-42" in msg["content"]["data"].get("text/html", ""),
-        timeout=10,
-    )[-1]["content"]["data"]
+    kernel.comm_messages(
+        model_id, lambda d: d.get("method") == "update" and "later-42" in d.get("state", {}).get("screen_html", ""), timeout=10
+    )
     assert time.monotonic() - started < 7
-    assert "first-2" in later["text/html"] and "running]" in later["text/html"] and "later-42" in later["text/plain"]
+    # The displays are left alone meanwhile (an update renders the view again under someone's keys).
+    state = kernel.run("import gc\nfrom unified_exec_kernel.live.widget import TerminalWidget\n"
+                       "w = [o for o in gc.get_objects() if isinstance(o, TerminalWidget) and 'later-42' in o.screen_html][-1]\n"
+                       "print('first-2' in w.screen_html, w.alive)")
+    assert state.strip() == "True True"

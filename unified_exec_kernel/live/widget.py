@@ -31,14 +31,12 @@ from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
-#: While a displayed view's session prints, its saved screen (the display's
-#: `text/html`, `screen_html`) is brought up to date once output has paused
-#: this long: a display update makes the page render the view again, and a
-#: key typed in that instant would be lost, so not while someone types (each
-#: key's echo is output)...
-SNAPSHOT_QUIET_S = 1.5
+#: While a displayed view's session prints, its saved screen (`screen_html`,
+#: the widget state a saved notebook keeps) is brought up to date once output
+#: has paused this long (one drawing for a burst, not one per chunk)...
+SNAPSHOT_QUIET_S = 1.0
 #: ...or, while output never pauses (a build's log), after this long anyway...
-SNAPSHOT_MAX_WAIT_S = 5.0
+SNAPSHOT_MAX_WAIT_S = 3.0
 #: ...and never more often than this many times its last drawing took (a full
 #: scrollback is ~0.5 s of pyte): it is drawn on a worker thread, so neither
 #: the kernel's loop nor the engine's waits for it, but it shares the GIL.
@@ -126,11 +124,18 @@ class TerminalWidget(LoadedWidget):
         drawn.add_done_callback(lambda done: self._bridge.to_kernel(self._show_snapshot, done))
 
     def _show_snapshot(self, drawn: Future) -> None:
-        """On the kernel's main thread: the displays show the drawn screen."""
+        """On the kernel's main thread: the widget's state carries the drawn screen.
+
+        Only `screen_html` (the saved widget state, and what a page without a
+        kernel shows), not the displays: updating a display makes the page
+        render the view again, and keys typed meanwhile (by someone typing
+        into a terminal whose output is stopped, say) would go to the
+        notebook. The displays' `text/html` follows when the cell ends and
+        when the session ends.
+        """
         try:
             if self.comm is not None and self.alive and drawn.exception() is None:
-                html_screen, text, self._snapshot_cost = drawn.result()
-                self._update_displays(html_screen, text)
+                self.screen_html, _text, self._snapshot_cost = drawn.result()
         finally:
             self._snapshot_busy = False
 
@@ -174,10 +179,6 @@ class TerminalWidget(LoadedWidget):
         for handle in self._handles:
             handle.update(bundle, metadata=metadata, raw=True)
 
-    def _update_displays(self, html_screen: str, text: str) -> None:
-        bundle, metadata = self._bundle(html_screen, text)
-        for handle in self._handles:
-            handle.update(bundle, metadata=metadata, raw=True)
 
     def _repr_mimebundle_(self, **kwargs):
         """The view, and for pages without it (GitHub, nbviewer, an HTML export) the terminal's last screen."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_lab import BASH, open_notebook, run_cell, screenshot_artifact, start_live_shell, type_line, wait_for_lines, wait_output, wait_until
+from .test_lab import BASH, open_notebook, open_sessions_panel, run_cell, screenshot_artifact, start_live_shell, type_line, wait_for_lines, wait_output, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,3 +50,15 @@ def test_ctrl_s_in_a_live_view_saves_and_a_paused_terminal_says_so_in_jupyterlab
     cells = open_notebook(lab, page, "paused", [LIVE, XOFF])
     start_live_shell(page, cells, 1)
     check_ctrl_s_saves_and_xoff_is_said(lab, page, cells, "paused.ipynb", 1, 2, "lab")
+
+    # A Sessions-panel tab sends no XOFF either: the key is JupyterLab's.
+    panel = open_sessions_panel(page)
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    tab.wait_for()
+    wait_for_lines(tab, lambda lines: "held-49" in lines, 20, "the replay in the tab")
+    tab.click()
+    page.keyboard.press("Control+s")
+    type_line(page, tab, "echo tab-$((5*5))")
+    wait_for_lines(tab, lambda lines: "tab-25" in lines, 10, "the shell's answer after Ctrl+S in the tab")
+    assert not tab.locator(".uexec-terminal-paused").is_visible()

@@ -10,6 +10,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
 import { CarrierBase } from './carrier';
+import { DISCONNECTED_NOTICE } from './format';
 import {
   asKernelMessage,
   COMM_TARGET,
@@ -128,7 +129,7 @@ export class SessionsConnection implements IDisposable {
     const carrier = new SessionCarrier(this, sessionId);
     this._users++;
     if (!this.isOpen) {
-      carrier._close('disconnected from the kernel');
+      carrier._close(DISCONNECTED_NOTICE);
     }
     let group = this._carriers.get(sessionId);
     if (!group) {

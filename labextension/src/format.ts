@@ -48,15 +48,22 @@ export function exitNotice(exitCode: number | null, closed = false): string {
 
 /**
  * A view's state once its carrier may be gone: after a kernel restart the
- * last word heard was "running", which is no longer known to be true.
+ * last word heard was "running", which is no longer true: sessions end with
+ * their kernel. Its exit code, when the view heard it first, is in `exitCode`.
  */
+/** What a view says once its kernel is gone (restarted, shut down): the session ended with it. */
+export const ENDED_WITH_THE_KERNEL = 'ended with the kernel (disconnected)';
+
+/** The terminal's notice when its carrier closes with the kernel. */
+export const DISCONNECTED_NOTICE = 'disconnected from the kernel: the session ended with it';
+
 export function viewState(
   alive: boolean,
   exitCode: number | null,
   connected: boolean,
   closed = false
 ): string {
-  return alive && !connected ? 'disconnected' : sessionState(alive, exitCode, closed);
+  return alive && !connected ? ENDED_WITH_THE_KERNEL : sessionState(alive, exitCode, closed);
 }
 
 /**

@@ -13,9 +13,13 @@
  * check are handed in, so it is tested under plain node.
  */
 
-/** The terminal's write: parse `data`, then call `parsed` (xterm's `write(data, callback)`). */
+/**
+ * The terminal's write: parse `data`, then call `parsed` (xterm's
+ * `write(data, callback)`). `quiet`: the data is history (a replay), whose
+ * queries the terminal must not answer (terminal.ts).
+ */
 export interface PacerSink {
-  write(data: string | Uint8Array, parsed: () => void): void;
+  write(data: string | Uint8Array, parsed: () => void, quiet?: boolean): void;
 }
 
 export namespace OutputPacer {
@@ -85,7 +89,10 @@ const RATE_WEIGHT = 0.5;
  * Output waiting for the terminal: text (notices, replays) or the stream's
  * bytes ending at `end`; `then` is called once it is parsed.
  */
-type Waiting = { data: string; end: null; then?: () => void } | { data: Uint8Array; end: number; then?: undefined };
+type Waiting = (
+  | { data: string; end: null; then?: () => void }
+  | { data: Uint8Array; end: number; then?: undefined }
+) & { quiet?: boolean };
 
 /**
  * Text and bytes go through one queue, so a notice written after output
@@ -110,16 +117,17 @@ export class OutputPacer {
     return this._queue.length === 0 && this._inTerminal === 0;
   }
 
-  writeText(text: string): void {
+  /** `quiet`: history, handed to the sink as such, however it is cut (`PacerSink`). */
+  writeText(text: string, quiet = false): void {
     if (text) {
-      this._enqueue({ data: text, end: null });
+      this._enqueue({ data: text, end: null, quiet });
     }
   }
 
-  /** The stream's output; `end` is its offset after these bytes. */
-  writeBytes(bytes: Uint8Array, end: number): void {
+  /** The stream's output; `end` is its offset after these bytes; `quiet` as for `writeText`. */
+  writeBytes(bytes: Uint8Array, end: number, quiet = false): void {
     if (bytes.length > 0) {
-      this._enqueue({ data: bytes, end });
+      this._enqueue({ data: bytes, end, quiet });
     }
   }
 
@@ -243,7 +251,7 @@ export class OutputPacer {
         if (last) {
           this._pump();
         }
-      });
+      }, piece.quiet === true);
     });
   }
 
@@ -322,12 +330,16 @@ export class OutputPacer {
 }
 
 function cut(item: Waiting, at: number): { head: Waiting; rest: Waiting } {
+  const quiet = item.quiet;
   if (item.end === null) {
-    return { head: { data: item.data.slice(0, at), end: null }, rest: { data: item.data.slice(at), end: null } };
+    return {
+      head: { data: item.data.slice(0, at), end: null, quiet },
+      rest: { data: item.data.slice(at), end: null, quiet }
+    };
   }
   const restLength = item.data.length - at;
   return {
-    head: { data: item.data.subarray(0, at), end: item.end - restLength },
-    rest: { data: item.data.subarray(at), end: item.end }
+    head: { data: item.data.subarray(0, at), end: item.end - restLength, quiet },
+    rest: { data: item.data.subarray(at), end: item.end, quiet }
   };
 }

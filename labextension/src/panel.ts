@@ -244,7 +244,7 @@ export class SessionsPanel extends Widget {
       case 'closed':
         return 'Disconnected from the kernel.';
       case 'ready':
-        return this._connection.sessions.length ? '' : 'No sessions yet.';
+        return this._connection.sessions.length ? '' : 'No sessions.';
     }
   }
 

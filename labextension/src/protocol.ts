@@ -119,6 +119,15 @@ export interface AttachedMessage {
   session_id: SessionId;
   /** Where the replayed scrollback starts: 0 unless older output was dropped. */
   offset: number;
+  /**
+   * Where the replay ends and live output starts. What a view parses before
+   * it is history: queries in it (a past `vi`'s) get no answer. Absent from
+   * kernels before it was added: then only replayed `data` (with the
+   * attach's `request_id`) counts as history.
+   */
+  end?: number;
+  /** The program's output is stopped by XOFF (Ctrl+S) now; absent from older kernels. */
+  paused?: boolean;
   alive: boolean;
   exit_code: number | null;
   rows: number;
@@ -143,6 +152,13 @@ export interface DataMessage {
   data: string | Uint8Array;
   /** Bytes the kernel chose not to send just before this event. */
   skipped: number;
+}
+
+/** An attached session's output was stopped by XOFF (`paused`) or started again (XON). */
+export interface FlowMessage {
+  type: 'flow';
+  session_id: SessionId;
+  paused: boolean;
 }
 
 export interface ExitedMessage extends EventRequestId {
@@ -215,6 +231,7 @@ export type KernelMessage =
   | SessionsMessage
   | OkMessage
   | AttachedMessage
+  | FlowMessage
   | DataMessage
   | ExitedMessage
   | SessionsChangedMessage
@@ -232,6 +249,7 @@ export const KERNEL_MESSAGE_TYPES = [
   'attached',
   'data',
   'exited',
+  'flow',
   'sessions_changed',
   'watching',
   'fired',

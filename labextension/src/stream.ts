@@ -9,8 +9,12 @@ import { exitNotice, skipNotice } from './format';
 import type { AttachedMessage, KernelMessage, RequestId } from './protocol';
 
 export type StreamAction =
-  /** Append `text`, then `bytes` (UTF-8, from the direct channel) if any. */
-  | { kind: 'write'; text: string; bytes?: Uint8Array }
+  /**
+   * Append `text`, then `bytes` (UTF-8, from the direct channel) if any.
+   * `history`: output printed before this view attached (the replay, or
+   * what a resume missed): the terminal must not answer the queries in it.
+   */
+  | { kind: 'write'; text: string; bytes?: Uint8Array; history?: boolean }
   /**
    * The view's own `attached` arrived: write `text`, then the view is live.
    * The replay that follows was written in a terminal of `rows` x `cols`.
@@ -38,6 +42,7 @@ export class SessionStream {
     this._atLineStart = true;
     this._resuming = false;
     this._shown = false;
+    this._replayEnd = 0;
   }
 
   /**
@@ -65,6 +70,11 @@ export class SessionStream {
     return this._state !== 'attached';
   }
 
+  /** The program's output is stopped by XOFF (Ctrl+S): the view says so until an XON (Ctrl+Q). */
+  get paused(): boolean {
+    return this._paused && this._state === 'attached' && this._alive;
+  }
+
   /** Attached to a running process: keystrokes and resizes make sense. */
   get live(): boolean {
     return this._state === 'attached' && this._alive;
@@ -78,6 +88,10 @@ export class SessionStream {
         return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
       case 'exited':
         return this._onExited(msg.exit_code, msg.closed === true);
+      case 'flow':
+        // Nothing to write: `paused` changed (the terminal shows it beside the output, not in it).
+        this._paused = msg.paused === true;
+        return null;
       case 'error':
         return this._onError(msg.request_id, msg.error, msg.message);
       default:
@@ -93,6 +107,8 @@ export class SessionStream {
     }
     this._state = 'attached';
     this._alive = alive;
+    this._replayEnd = typeof msg.end === 'number' ? msg.end : offset;
+    this._paused = msg.paused === true;
     if (this._resuming) {
       this._resuming = false;
       // What the kernel dropped while the view was away is a hole too.
@@ -135,16 +151,19 @@ export class SessionStream {
     const fresh = this._end > offset ? dropBytes(data, this._end - offset) : data;
     const notice = hidden > 0 ? this._notice(skipNotice(hidden)) : '';
     this._end = end;
+    // Replayed (the comm says so by the request id; the direct channel's
+    // frames carry none, `attached.end` says where the replay stops).
+    const history = requestId != null || end <= this._replayEnd;
     if (typeof fresh === 'string') {
       if (fresh.length > 0) {
         this._atLineStart = fresh.endsWith('\n');
       }
-      return { kind: 'write', text: notice + fresh };
+      return { kind: 'write', text: notice + fresh, history };
     }
     if (fresh.length > 0) {
       this._atLineStart = fresh[fresh.length - 1] === 0x0a;
     }
-    return { kind: 'write', text: notice, bytes: fresh };
+    return { kind: 'write', text: notice, bytes: fresh, history };
   }
 
   private _onExited(exitCode: number | null, closed: boolean): StreamAction | null {
@@ -186,6 +205,9 @@ export class SessionStream {
   private _exited = false;
   private _atLineStart = true;
   private _resuming = false;
+  private _paused = false;
+  /** Where the replay of the current attachment ends (`attached.end`). */
+  private _replayEnd = 0;
   /** An `attached` of this attachment's `begin` arrived: there is something to keep. */
   private _shown = false;
 }

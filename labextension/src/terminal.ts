@@ -19,6 +19,8 @@ export namespace SessionTerminal {
     carrier: Carrier;
     /** Shown as `data-session-id`; the carrier is what selects the session. */
     sessionId: number;
+    /** Told when the program's output is stopped by XOFF or started again (a header may say so too). */
+    pausedChanged?: (paused: boolean) => void;
   }
 }
 
@@ -44,13 +46,32 @@ export class SessionTerminal {
     this.node.className = 'uexec-terminal';
     this.node.dataset.sessionId = String(options.sessionId);
     this._carrier = options.carrier;
+    this._pausedChanged = options.pausedChanged;
+    this._pausedNote = document.createElement('div');
+    this._pausedNote.className = 'uexec-terminal-paused';
+    this._pausedNote.textContent = 'output paused (Ctrl+S) · Ctrl+Q resumes';
+    this._pausedNote.hidden = true;
+    this.node.appendChild(this._pausedNote);
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     this._term.loadAddon(this._fit);
-    this._term.onData(data => this._type(data));
+    // Ctrl+S (Cmd+S) saves in JupyterLab and Notebook 7, here as everywhere
+    // in the page: xterm leaves the key alone (no XOFF to the terminal) and
+    // the application's shortcut takes it. A page with no save command
+    // (Voila, a plain anywidget host) sends it on, as a terminal does.
+    this._term.attachCustomKeyEventHandler(event => !(isSaveKey(event) && inJupyterApp(this.node)));
+    // xterm answers queries (device attributes, colours, modes) through
+    // `onData` while it parses them. History's queries were asked by
+    // programs long gone (a replayed `vi`): their answers would be typed
+    // into the shell. A person's keys, clicks and pastes always go through.
+    this._term.onData(data => {
+      if (this._answering || duringUserInput()) {
+        this._type(data);
+      }
+    });
     // Output reaches xterm through the pacer, a frame's budget at a time,
     // so a flood leaves the page its frames (pacer.ts).
     this._pacer = new OutputPacer({
-      sink: { write: (data, parsed) => this._term.write(data, parsed) },
+      sink: { write: (data, parsed, quiet) => this._toTerminal(data, parsed, quiet === true) },
       written: (end, drained) => this._carrier.written?.(end, drained),
       frame: callback => requestAnimationFrame(callback),
       later: (callback, ms) => window.setTimeout(callback, ms),
@@ -150,6 +171,7 @@ export class SessionTerminal {
     if (action) {
       this._apply(action);
     }
+    this._showPaused(this._stream.paused && !this._closed);
     if (msg.type === 'data' && this._carrier.written && (!action || action.kind !== 'write')) {
       // Dropped, not written: the kernel need not hold the window for it.
       this._carrier.written(Math.max(msg.end, this._stream.end), this._pacer.drained);
@@ -159,9 +181,9 @@ export class SessionTerminal {
   private _apply(action: StreamAction): void {
     switch (action.kind) {
       case 'write':
-        this._write(action.text);
+        this._write(action.text, action.history === true);
         if (action.bytes) {
-          this._writeOutput(action.bytes);
+          this._writeOutput(action.bytes, action.history === true);
         }
         break;
       case 'resumed':
@@ -203,19 +225,53 @@ export class SessionTerminal {
     }
   }
 
+  /** Never silent: a terminal whose output is stopped says so, beside its rows, until it starts. */
+  private _showPaused(paused: boolean): void {
+    if (paused === !this._pausedNote.hidden) {
+      return;
+    }
+    this._pausedNote.hidden = !paused;
+    this.node.classList.toggle('uexec-mod-paused', paused);
+    this._pausedChanged?.(paused);
+  }
+
   private _onClosed(reason: string): void {
     if (this._closed) {
       return;
     }
     this._closed = true;
+    this._showPaused(false);
     this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
   }
 
-  /** Text (notices, the kernel's text output) in order with the bytes before it. */
-  private _write(text: string): void {
+  /**
+   * Text (notices, the kernel's text output) in order with the bytes before
+   * it; `history`: replayed output, whose queries get no answer.
+   */
+  private _write(text: string, history = false): void {
     if (!this._disposed) {
-      this._pacer.writeText(text);
+      this._pacer.writeText(text, history);
     }
+  }
+
+  /**
+   * The pacer's writes to xterm. A quiet piece (history) is parsed with
+   * answers muted: xterm parses each write whole and in order, so the empty
+   * write's callback runs just before the piece is parsed and the piece's
+   * own callback just after; live output parsed after it is answered.
+   */
+  private _toTerminal(data: string | Uint8Array, parsed: () => void, quiet: boolean): void {
+    if (!quiet) {
+      this._term.write(data, parsed);
+      return;
+    }
+    this._term.write('', () => {
+      this._answering = false;
+    });
+    this._term.write(data, () => {
+      this._answering = true;
+      parsed();
+    });
   }
 
   /**
@@ -224,9 +280,9 @@ export class SessionTerminal {
    * carrier what xterm has parsed: its flow control acknowledges what is
    * on screen, so a flood never queues up in the page.
    */
-  private _writeOutput(bytes: Uint8Array): void {
+  private _writeOutput(bytes: Uint8Array, history = false): void {
     if (!this._disposed) {
-      this._pacer.writeBytes(bytes, this._stream.end);
+      this._pacer.writeBytes(bytes, this._stream.end, history);
     }
   }
 
@@ -292,6 +348,31 @@ export class SessionTerminal {
   private _typedAhead = '';
   private _hidden = false;
   private _replayAtPtySize = false;
+  private readonly _pausedNote: HTMLDivElement;
+  private readonly _pausedChanged?: (paused: boolean) => void;
+  /** Off while xterm parses history: its answers to queries are dropped. */
+  private _answering = true;
+}
+
+/**
+ * A person's input is being dispatched now: a key, a click (mouse
+ * reporting), a paste, a focus change. xterm sends those through `onData`
+ * from within the event; it parses output in its own tasks and frames,
+ * never inside such an event, so this tells a person's data from answers.
+ */
+function duringUserInput(): boolean {
+  const event = window.event;
+  return event instanceof UIEvent || (typeof ClipboardEvent !== 'undefined' && event instanceof ClipboardEvent);
+}
+
+/** Ctrl+S, or Cmd+S on a Mac: the save shortcut of JupyterLab and Notebook 7. */
+function isSaveKey(event: KeyboardEvent): boolean {
+  return (event.ctrlKey || event.metaKey) && !event.altKey && !event.shiftKey && event.code === 'KeyS';
+}
+
+/** The view is in a JupyterLab or Notebook 7 page, whose Ctrl+S saves the notebook. */
+function inJupyterApp(node: HTMLElement): boolean {
+  return node.closest('.jp-LabShell, .jp-NotebookShell') !== null;
 }
 
 function clamp(n: number): number {

@@ -10,7 +10,7 @@
 
 import { CarrierBase } from './carrier';
 import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
-import { viewState } from './format';
+import { DISCONNECTED_NOTICE, viewState } from './format';
 import { asKernelMessage, type FrontEndMessage } from './protocol';
 import { renderPlayer } from './player';
 import { SessionTerminal } from './terminal';
@@ -71,7 +71,7 @@ class WidgetCarrier extends CarrierBase {
   };
 
   private readonly _onGone = (): void => {
-    this.close('disconnected from the kernel');
+    this.close(DISCONNECTED_NOTICE);
   };
 }
 
@@ -155,15 +155,12 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
     url ? new DirectCarrier({ url, sessionId }) : null,
     new WidgetCarrier(model)
   );
+  let paused = false;
   const update = (): void => {
     title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
     title.title = title.textContent;
-    state.textContent = viewState(
-      model.get('alive'),
-      model.get('exit_code'),
-      !carrier.isClosed,
-      model.get('closed') === true
-    );
+    const shown = viewState(model.get('alive'), model.get('exit_code'), !carrier.isClosed, model.get('closed') === true);
+    state.textContent = paused && shown === 'running' ? 'running · output paused (Ctrl+Q resumes)' : shown;
   };
   const stopListening = carrier.listen({ received: () => undefined, closed: update });
   // One event per call: not every host's model takes a space-separated list.
@@ -172,7 +169,14 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   }
   update();
 
-  const terminal = new SessionTerminal({ carrier, sessionId });
+  const terminal = new SessionTerminal({
+    carrier,
+    sessionId,
+    pausedChanged: now => {
+      paused = now;
+      update();
+    }
+  });
   el.appendChild(terminal.node);
   const views = shownBySession.get(sessionId) ?? new Set<Shown>();
   shownBySession.set(sessionId, views);

@@ -17,6 +17,8 @@ class Page {
   acks: [number, boolean][] = [];
   /** Calls of the terminal's write, empty ones included. */
   writes = 0;
+  /** Each non-empty write: its length and whether it was history (`quiet`). */
+  pieces: [number, boolean][] = [];
   private _unparsed: { data: string | Uint8Array; parsed: () => void }[] = [];
   private _frames: (() => void)[] = [];
   private _timers: { at: number; callback: () => void }[] = [];
@@ -26,8 +28,11 @@ class Page {
   constructor(parseMsPerFrame?: number) {
     this.pacer = new OutputPacer({
       sink: {
-        write: (data, parsed) => {
+        write: (data, parsed, quiet) => {
           this.writes++;
+          if (data.length > 0) {
+            this.pieces.push([data.length, quiet === true]);
+          }
           if (data.length > 0) {
             this.written.push(data);
           }
@@ -370,4 +375,19 @@ test('after dispose nothing is written or acknowledged', () => {
   page.pacer.writeText('late');
   assert.equal(page.take(), 0);
   assert.deepEqual(page.acks, []);
+});
+
+test('history stays history however it is cut, and live output after it is not', () => {
+  const page = new Page();
+  const replay = bytes(3 * PIECE_BYTES + 5);
+  page.pacer.writeText('notice\r\n');
+  page.pacer.writeBytes(replay, replay.length, true);
+  page.pacer.writeText('[a replayed notice]', true);
+  page.pacer.writeBytes(bytes(7), replay.length + 7);
+  page.run();
+  const quiet = page.pieces.filter(([, q]) => q).reduce((sum, [n]) => sum + n, 0);
+  assert.equal(quiet, replay.length + '[a replayed notice]'.length);
+  assert.deepEqual(page.pieces[0], ['notice\r\n'.length, false]);
+  assert.deepEqual(page.pieces[page.pieces.length - 1], [7, false]);
+  assert.ok(page.pieces.length > 5, 'the replay went in pieces');
 });

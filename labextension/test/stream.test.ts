@@ -51,7 +51,59 @@ function written(actions: (StreamAction | null)[]): string {
     .join('');
 }
 
+function history(actions: (StreamAction | null)[]): (boolean | null)[] {
+  return actions.map(a => (a?.kind === 'write' ? a.history === true : null));
+}
+
 describe('SessionStream', () => {
+  test('replayed output is history, whose queries get no answer; live output is not', () => {
+    const { actions } = run(
+      { ...attached(), end: 9 },
+      data(0, '\x1b[c$ ', ME),
+      data(5, 'vi\r\n', ME),
+      data(9, '\x1b[c')
+    );
+    assert.deepEqual(history(actions), [null, true, true, false]);
+  });
+
+  test("the direct channel's replay (no request id) is history up to attached.end", () => {
+    const bytes = (text: string, offset: number): DataMessage => ({
+      ...data(offset, ''),
+      end: offset + text.length,
+      data: new TextEncoder().encode(text)
+    });
+    const { actions } = run({ ...attached(), end: 5 }, bytes('\x1b[c$ ', 0), bytes('\x1b[c', 5));
+    assert.deepEqual(history(actions), [null, true, false]);
+  });
+
+  test('paused follows attached.paused and flow messages, and ends with the program', () => {
+    const stream = new SessionStream();
+    stream.begin(ME);
+    stream.handle({ ...attached(), paused: true });
+    assert.equal(stream.paused, true);
+    assert.equal(stream.handle({ type: 'flow', session_id: 0, paused: false }), null);
+    assert.equal(stream.paused, false);
+    stream.handle({ type: 'flow', session_id: 0, paused: true });
+    assert.equal(stream.paused, true);
+    stream.handle({ type: 'exited', session_id: 0, exit_code: 0, request_id: null } as KernelMessage);
+    assert.equal(stream.paused, false);
+  });
+
+  test('what a resume missed is history too, and what follows it is live', () => {
+    const stream = new SessionStream();
+    stream.begin(ME);
+    stream.handle({ ...attached(), end: 2 });
+    stream.handle(data(0, '$ ', ME));
+    stream.resume('me-2');
+    const actions = [
+      stream.handle({ ...attached(0, 'me-2'), end: 6 }),
+      stream.handle(data(0, '$ ls\r\n', 'me-2')),
+      stream.handle(data(6, '\x1b[6n'))
+    ];
+    assert.deepEqual(history(actions), [null, true, false]);
+    assert.equal(written(actions), 'ls\r\n\x1b[6n');
+  });
+
   test('shows replay then live events in order', () => {
     const { stream, actions } = run(
       attached(),
@@ -114,7 +166,8 @@ describe('SessionStream', () => {
     assert.equal(stream.attaching, false);
     assert.deepEqual(stream.handle(data(0, 'abcdefghijklmxyz', 'me-2')), {
       kind: 'write',
-      text: 'abcdefghijklmxyz'
+      text: 'abcdefghijklmxyz',
+      history: true
     });
     assert.equal(stream.end, 16);
   });
@@ -230,7 +283,7 @@ describe('SessionStream', () => {
     const resumed = stream.handle(attached(2000, 'me-2'));
     assert.equal(resumed?.kind, 'resumed');
     assert.equal((resumed as { text: string }).text, '\r\n\x1b[2m[… 2.0 kB skipped …]\x1b[22m\r\n');
-    assert.deepEqual(stream.handle(data(2000, 'x', 'me-2')), { kind: 'write', text: 'x' });
+    assert.deepEqual(stream.handle(data(2000, 'x', 'me-2')), { kind: 'write', text: 'x', history: true });
   });
 
   test('a resume shows the exit once, and a forgotten exited session needs no words', () => {

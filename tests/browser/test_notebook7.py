@@ -118,3 +118,11 @@ def test_live_view_types_resizes_and_replays_after_a_reload_in_notebook_7(notebo
     screenshot(cells.nth(1), "live-view-notebook7-reloaded.png")
     page.wait_for_timeout(200)  # let late events reach the listeners
     assert not errors, "JS errors from the extension:\n" + "\n".join(errors)
+
+
+def test_ctrl_s_in_a_live_view_saves_and_a_paused_terminal_says_so_in_notebook_7(notebook7, page):
+    from .test_paused import LIVE, XOFF, check_ctrl_s_saves_and_xoff_is_said
+
+    cells = open_notebook7(notebook7, page, "nb7_paused", [LIVE, XOFF])
+    start_live_shell(page, cells, 1)
+    check_ctrl_s_saves_and_xoff_is_said(notebook7, page, cells, "nb7_paused.ipynb", 1, 2, "notebook7")

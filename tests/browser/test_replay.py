@@ -63,6 +63,12 @@ def test_a_shells_replay_has_a_chapter_per_command_and_seeks_to_the_screen_it_sh
     assert [label.split("$ ", 1)[1] for label in labels] == [
         "echo one → 0", "printf 'two\\n' → 0", "false → 1", "seq 3 → 0", "echo $((6*7)) → 0"
     ], labels
+    # Each row is clickable over the list's whole width, not just its text; the list scrolls.
+    list_box = player.locator(".uexec-player-chapters")
+    row_width = chapters.first.evaluate("b => b.getBoundingClientRect().width")
+    inner_width = list_box.evaluate("l => l.clientWidth - parseFloat(getComputedStyle(l).paddingLeft) - parseFloat(getComputedStyle(l).paddingRight)")
+    assert abs(row_width - inner_width) < 1, (row_width, inner_width)
+    assert list_box.evaluate("l => getComputedStyle(l).overflowY") == "auto"
 
     run_cell(page, cells, len(COMMANDS) + 3)
     expected_cell = cells.nth(len(COMMANDS) + 3)

@@ -54,3 +54,14 @@ def test_the_player_gets_the_recording_as_a_buffer_and_shows_its_last_screen_wit
         "['chapters', 'cols', 'duration', 'frontend_hash', 'rows', 'screen_html', 'title', 'view'] "
         "[{'index': 1, 'time': 0.2, 'label': 'step', 'exit_code': None}] player"
     )
+
+
+def test_a_recording_with_every_kind_of_escape_replays(kernel, tmp_path):
+    cast = tmp_path / "vim.cast"
+    noise = "\u001b[?4m\u001b[?1;2m\u001bP$qm\u001b\\\u001b]11;?\u0007\u001b[>c\u001b[?u\u001b[2 q"
+    lines = [{"version": 2, "width": 40, "height": 5}, [0.1, "o", f"start{noise}end\r\n"]]
+    cast.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    shown = kernel.execute(f"%uexec_replay {cast}")
+    assert shown.reply["status"] == "ok" and "Traceback" not in shown.text, shown.text
+    data = [m["content"] for m in shown.messages if m["msg_type"] == "display_data"][0]["data"]
+    assert "startend" in data["text/html"] and "startend" in data["text/plain"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -185,3 +186,34 @@ def test_each_display_carries_the_last_screen_refreshed_when_the_cell_finishes_a
     assert VIEW in ended and "got hello" in ended["text/plain"]
     state = kernel.run("print(painted.screen_html == painted._repr_mimebundle_()[0]['text/html'].split('<div')[0])")
     assert state.strip() == "True"
+
+
+def test_a_session_that_printed_vims_private_sgr_shows_live_and_saved(kernel):
+    # vim prints ESC[?4m at start; pyte's screen refused it with a traceback instead of a view.
+    program = "sh -c 'printf \"before\\033[?4m\\033[?1;2m\\033[>4;2m vim-%s\\n\" done; sleep 30'"
+    kernel.run(f"%%uexec --name vimlike -t 5000 --until vim-done\n{program}\n")
+    shown = kernel.execute(
+        "from unified_exec_kernel.live.widget import TerminalWidget\n"
+        "from unified_exec_kernel.jupyter.current import current_manager\n"
+        "TerminalWidget(current_manager().session('vimlike').session_id)"
+    )
+    assert shown.error is None and "Traceback" not in shown.text, shown.text
+    data = displays_of(shown.messages)[0]["data"]
+    assert "before vim-done" in data["text/html"] and "before vim-done" in data["text/plain"]
+
+
+def test_the_saved_screen_follows_the_session_while_it_prints_without_a_cell(kernel):
+    program = "sh -c 'echo first-$((1+1)); sleep 2; echo later-$((6*7)); sleep 30'"
+    data, _ = show_live(kernel, f"%%uexec --live -t 500 --until first-2\n{program}\n")
+    model_id = data[VIEW]["model_id"]
+    # No cell runs from here: what prints still reaches the widget's saved screen, a few seconds behind at most.
+    started = time.monotonic()
+    kernel.comm_messages(
+        model_id, lambda d: d.get("method") == "update" and "later-42" in d.get("state", {}).get("screen_html", ""), timeout=10
+    )
+    assert time.monotonic() - started < 7
+    # The displays are left alone meanwhile (an update renders the view again under someone's keys).
+    state = kernel.run("import gc\nfrom unified_exec_kernel.live.widget import TerminalWidget\n"
+                       "w = [o for o in gc.get_objects() if isinstance(o, TerminalWidget) and 'later-42' in o.screen_html][-1]\n"
+                       "print('first-2' in w.screen_html, w.alive)")
+    assert state.strip() == "True True"

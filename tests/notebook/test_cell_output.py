@@ -57,3 +57,8 @@ def test_a_cell_says_bytes_where_the_engine_says_tokens():
 def test_status_line_of_a_cut_output_says_where_the_middle_is():
     result = UnifiedExecResult(None, "", exit_code=0, wall_time=0.2, journal_range=("build", 120, 689049))
     assert status_line(result) == "[exited with code 0 · 0.20 s · the middle is in the journal: %uexec_output build --bytes 120:689049]"
+
+
+def test_status_line_says_output_is_paused_and_how_to_resume_it():
+    paused = UnifiedExecResult(3, "", wall_time=0.3, ended_by="paused")
+    assert status_line(paused) == "[session 3 running · output paused (Ctrl+S, XOFF) · Ctrl+Q resumes it: %uexec -s 3 --keys C-q · 0.30 s]"

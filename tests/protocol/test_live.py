@@ -31,6 +31,8 @@ async def test_replay_then_live_covers_every_byte_in_order():
     data = [m for m in sent if m["type"] == "data"]
     assert data[0]["request_id"] == "r1" and data[0]["data"] == "before\r\n"
     assert all(m["request_id"] is None for m in data[1:])
+    # `end`: where the replay stops and live output starts (a view answers no query before it).
+    assert sent[0]["end"] == data[0]["end"] == data[1]["offset"] - data[1]["skipped"]
     check_contiguous(data)
     assert "".join(m["data"] for m in data) == "before\r\n" + "".join(f"{i}\r\n" for i in range(1, 2001))
     assert sent[-1]["exit_code"] == 0
@@ -119,4 +121,30 @@ async def test_a_stream_lets_go_of_its_session_once_it_has_finished():
     await asyncio.wait_for(ended.wait(), 10)
     assert sent[-1]["type"] == "exited"
     assert session._subscribers == [session.scrollback.push, session.buffer.push]
+    await session.close()
+
+
+async def test_a_view_hears_when_output_is_paused_by_xoff_and_resumed():
+    session = spawn(["bash", "--norc", "-i"])
+    await Reader(session).until("$ ")
+    sent = []
+    feed = LiveStream(session, sent.append)
+    feed.replay(request_id="r1")
+    assert sent[0]["paused"] is False
+    loop = asyncio.get_running_loop()
+
+    async def flows(count):
+        deadline = loop.time() + 5
+        while len([m for m in sent if m["type"] == "flow"]) < count:
+            assert loop.time() < deadline, sent
+            await asyncio.sleep(0.01)
+        return [m for m in sent if m["type"] == "flow"]
+
+    session.write("\x13")
+    assert (await flows(1)) == [{"type": "flow", "session_id": session.session_id, "paused": True}]
+    feed.replay(request_id="r2")  # a view attaching now learns it at once
+    assert [m["paused"] for m in sent if m["type"] == "attached"] == [False, True]
+    session.write("\x11")
+    assert [m["paused"] for m in await flows(2)] == [True, False]
+    feed.close()
     await session.close()

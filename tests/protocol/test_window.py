@@ -119,6 +119,8 @@ async def test_a_second_attach_replays_under_the_window_which_starts_over():
     stream.replay("two")
     attached = [m for m in view.messages if m["type"] == "attached"]
     assert [m["request_id"] for m in attached] == ["one", "two"] and attached[-1]["offset"] == 0
+    # `end`: where the replay stops and live output starts (the frames carry no request id to tell).
+    assert attached[0]["end"] == len(b"first\r\n") and attached[-1]["end"] == session.offset
     assert view.frames == [(0, 0, 0, b"firs")]  # from the start again, under the window
     assert stream.acked == 0 and stream.sent_end == 4
     while stream.sent_end < session.offset:
@@ -231,4 +233,20 @@ async def test_two_views_hold_the_program_until_both_let_go():
     one.close()
     assert session.terminal.paused  # the other view still draws
     assert await read_to_the_end(two, second) == seq_bytes(SEQ)
+    await session.close()
+
+
+async def test_the_direct_channel_says_when_output_is_paused_by_xoff_and_resumed():
+    session = spawn(["bash", "--norc", "-i"])
+    await Reader(session).until("$ ")
+    view = View()
+    stream = WindowedStream(session, view.messages.append, view.output)
+    stream.replay("r")
+    assert view.messages[0]["paused"] is False
+    session.write("\x13")
+    await until(lambda: any(m["type"] == "flow" for m in view.messages), "flow: paused")
+    session.write("\x11")
+    await until(lambda: len([m for m in view.messages if m["type"] == "flow"]) == 2, "flow: started")
+    assert [m["paused"] for m in view.messages if m["type"] == "flow"] == [True, False]
+    stream.close()
     await session.close()

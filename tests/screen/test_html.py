@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from unified_exec_kernel.screen.html import screen_html
 
+from . import escapes
+
 
 def rows_of(markup: str) -> list[str]:
     """The screen's rows as text (the tags taken out, entities read back)."""
@@ -73,3 +75,17 @@ def test_never_raises_and_never_lets_markup_through(text):
     markup = screen_html(text, 4, 12)
     assert len(rows_of(markup)) <= 4
     assert "<" not in re.sub(r"</?(pre|span)[^>]*>", "", markup)
+
+
+def test_a_private_sgr_as_vim_sends_at_start_is_no_error():
+    # vim's `ESC[?4m` (a query of xterm's modifier options) reached pyte's screen as SGR with private=True.
+    assert rows_of(screen_html("a\x1b[?4mb\x1b[?m\x1b[?1;2Hc", 3, 10)) == ["abc"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(escapes.output, st.integers(1, 40), st.integers(1, 120))
+def test_any_output_of_every_escape_family_renders(text, rows, cols):
+    markup = screen_html(text, rows, cols)
+    assert markup.startswith('<pre class="uexec-screen"') and markup.endswith("</pre>")
+    assert len(rows_of(markup)) <= rows
+    assert "\x1b" not in markup

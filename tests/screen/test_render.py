@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from unified_exec_kernel.screen.render import render_terminal_text as render
 
+from . import escapes
+
 ESC = "\x1b"
 RED, GREEN, BOLD, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[0m"
 
@@ -313,3 +315,9 @@ def test_plain_text_takes_the_fast_path_with_the_same_result(text):
     stream = module.pyte.Stream(lines)
     stream.feed(text.replace("\r\n", "\n"))
     assert module._plain(text) == lines.text()
+
+
+@settings(max_examples=300, deadline=None)
+@given(escapes.output)
+def test_any_output_of_every_escape_family_renders_without_raising_and_with_only_sgr_escapes(text):
+    _assert_clean(text)

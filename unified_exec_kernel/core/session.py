@@ -111,6 +111,7 @@ class PtySession:
         self._prompt_listeners: list[PromptListener] = []
         self._resize_listeners: list[Callable[[int, int], None]] = []  # rows, cols (the journal)
         self._input_listeners: list[Callable[[bytes], None]] = []  # what was typed (a journal that records input)
+        self._flow_listeners: list[Callable[[bool], None]] = []  # output stopped (XOFF) or started again
         self.prompts = 0  # prompts the shell has shown and then waited at (its A markers without typeahead)
         # Where the prompt the shell waits at begins and ends (None: not yet printed whole);
         # None while a command runs.
@@ -139,7 +140,9 @@ class PtySession:
             handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
             spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
             self.pid = spawned.pid
-            self.terminal = Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
+            self.terminal = Terminal(
+                spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof, on_flow=lambda stopped: _tell(self._flow_listeners, stopped)
+            )
             watch_exit(self.pid, self._loop, self._on_exit)
         else:
             self.pid = kept.pid
@@ -189,6 +192,15 @@ class PtySession:
     def on_input(self, listener: Callable[[bytes], None]) -> Callable[[], None]:
         """Hear what is written to the terminal; returns the function that stops it."""
         return _listen(self._input_listeners, listener)
+
+    @property
+    def paused(self) -> bool:
+        """The program's output is stopped by XOFF (Ctrl+S, the terminal's IXON): Ctrl+Q starts it again."""
+        return self.terminal.stopped
+
+    def on_flow(self, listener: Callable[[bool], None]) -> Callable[[], None]:
+        """Hear `paused` change (True: stopped); returns the function that stops it."""
+        return _listen(self._flow_listeners, listener)
 
     def hold_reading(self) -> Callable[[], None]:
         """Stop reading the program's output until the returned function is called (once is enough).

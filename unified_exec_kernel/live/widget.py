@@ -9,7 +9,11 @@ run Python, because the endpoint runs on the engine's loop, not in the cell.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from IPython import get_ipython
 from IPython.display import display
@@ -27,6 +31,26 @@ from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
+#: While a displayed view's session prints, its saved screen (`screen_html`,
+#: the widget state a saved notebook keeps) is brought up to date once output
+#: has paused this long (one drawing for a burst, not one per chunk)...
+SNAPSHOT_QUIET_S = 1.0
+#: ...or, while output never pauses (a build's log), after this long anyway...
+SNAPSHOT_MAX_WAIT_S = 3.0
+#: ...and never more often than this many times its last drawing took (a full
+#: scrollback is ~0.5 s of pyte): it is drawn on a worker thread, so neither
+#: the kernel's loop nor the engine's waits for it, but it shares the GIL.
+SNAPSHOT_COST_FACTOR = 5
+_snapshot_worker: ThreadPoolExecutor | None = None
+_snapshot_worker_lock = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    global _snapshot_worker
+    with _snapshot_worker_lock:
+        if _snapshot_worker is None:
+            _snapshot_worker = ThreadPoolExecutor(1, thread_name_prefix="uexec-snapshot")
+        return _snapshot_worker
 
 class TerminalWidget(LoadedWidget):
     session_id = Int(help="the session shown").tag(sync=True)
@@ -46,6 +70,10 @@ class TerminalWidget(LoadedWidget):
         session = bridge.call(manager.session, session_id)
         super().__init__(session_id=session_id, title=shlex.join(session.command), kernel_id=direct_kernel_id(), **kwargs)
         self._handles: list = []  # the displays of this widget, refreshed with its screen
+        self._snapshot_timer = None  # engine: a refresh is due (output came since the last)
+        self._snapshot_busy = False  # a snapshot is being drawn or shown: output waits for the next
+        self._snapshot_cost = 0.0  # seconds the last one took to draw
+        self._output_since = self._output_at = 0.0  # engine loop times: first output not yet shown, the last output
         self._session = session
         self._bridge = bridge
         self._endpoint = Endpoint(manager, self.send, session=session, types=WIDGET_MESSAGES)
@@ -64,6 +92,52 @@ class TerminalWidget(LoadedWidget):
         every byte sent on the comm too would cost the kernel and the page twice.
         """
         self._session.on_exit(lambda session: self._bridge.to_kernel(self._on_exit, session.exit_code, session.closed))
+        # Output alone, not a timer: nothing runs while the session is quiet.
+        self._stop_snapshots = self._session.subscribe(self._output_came)
+        self._session.on_exit(lambda _session: self._stop_snapshots())
+
+    # -- the saved screen kept current while the session prints ------------------
+
+    def _output_came(self, _data: bytes, _offset: int) -> None:
+        """On the engine, per chunk: a time noted; at most one timer waits."""
+        loop = asyncio.get_running_loop()
+        self._output_at = loop.time()
+        if self._snapshot_timer is None and not self._snapshot_busy and self._handles:
+            self._output_since = self._output_at
+            self._snapshot_timer = loop.call_later(SNAPSHOT_QUIET_S, self._snapshot_due)
+
+    def _snapshot_due(self) -> None:
+        """On the engine: once output paused (or waited long enough), draw it as it is now on the worker thread."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet_at = self._output_at + SNAPSHOT_QUIET_S
+        latest = self._output_since + max(SNAPSHOT_MAX_WAIT_S, SNAPSHOT_COST_FACTOR * self._snapshot_cost)
+        if now < min(quiet_at, latest):
+            self._snapshot_timer = loop.call_later(min(quiet_at, latest) - now, self._snapshot_due)
+            return
+        self._snapshot_timer = None
+        if self.comm is None or not self._session.alive:
+            return  # closed, or the exit's own refresh comes
+        self._snapshot_busy = True
+        (_, scrollback), (rows, cols) = _screen_of(self._session)
+        drawn = _worker().submit(_draw, scrollback, rows, cols)
+        drawn.add_done_callback(lambda done: self._bridge.to_kernel(self._show_snapshot, done))
+
+    def _show_snapshot(self, drawn: Future) -> None:
+        """On the kernel's main thread: the widget's state carries the drawn screen.
+
+        Only `screen_html` (the saved widget state, and what a page without a
+        kernel shows), not the displays: updating a display makes the page
+        render the view again, and keys typed meanwhile (by someone typing
+        into a terminal whose output is stopped, say) would go to the
+        notebook. The displays' `text/html` follows when the cell ends and
+        when the session ends.
+        """
+        try:
+            if self.comm is not None and self.alive and drawn.exception() is None:
+                self.screen_html, _text, self._snapshot_cost = drawn.result()
+        finally:
+            self._snapshot_busy = False
 
     def _on_exit(self, exit_code: int | None, closed: bool = False) -> None:
         # On the kernel's main thread: a widget's traits change on one thread only.
@@ -105,24 +179,35 @@ class TerminalWidget(LoadedWidget):
         for handle in self._handles:
             handle.update(bundle, metadata=metadata, raw=True)
 
+
     def _repr_mimebundle_(self, **kwargs):
         """The view, and for pages without it (GitHub, nbviewer, an HTML export) the terminal's last screen."""
+        (_, scrollback), (rows, cols) = self._bridge.call(_screen_of, self._session)
+        html_screen, text, _cost = _draw(scrollback, rows, cols)
+        return self._bundle(html_screen, text, **kwargs)
+
+    def _bundle(self, html_screen: str, text: str, **kwargs):
         bundle, metadata = super()._repr_mimebundle_(**kwargs)
         note = ""
         if not frontend.built():
             bundle, note = {}, f"\n[{frontend.NOT_BUILT}]"  # no view could render: front ends show the text
-        (_, scrollback), (rows, cols) = self._bridge.call(_screen_of, self._session)
-        text = scrollback.decode("utf-8")
         state = exit_state(self.alive, self.exit_code, self.closed)
         caption = f"live terminal: session {self.session_id} ({self.title}), {state}"
-        self.with_screen(bundle, screen_html(text, rows, cols), caption)
-        snapshot = render_terminal_text(text).rstrip("\n")
-        bundle["text/plain"] = f"{snapshot}\n[{caption}]{note}".lstrip("\n")
+        self.with_screen(bundle, html_screen, caption)
+        bundle["text/plain"] = f"{text}\n[{caption}]{note}".lstrip("\n")
         return bundle, metadata
 
 
 def _screen_of(session):
     return session.scrollback_snapshot(), session.size
+
+
+def _draw(scrollback: bytes, rows: int, cols: int) -> tuple[str, str, float]:
+    """The screen as HTML and the output as text (any thread), and the seconds it took."""
+    started = time.perf_counter()
+    text = scrollback.decode("utf-8", "replace")
+    drawn = screen_html(text, rows, cols), render_terminal_text(text).rstrip("\n")
+    return *drawn, time.perf_counter() - started
 
 
 class LiveViews:

@@ -125,6 +125,8 @@ def status_line(result: UnifiedExecResult, *, live: bool = False) -> str:
     if result.command_exit_code is not None:
         parts.append(f"command exited with code {result.command_exit_code}")
     parts.append(_ENDINGS.get(result.ended_by, ""))
+    if result.ended_by == "paused":  # the terminal holds the output (XOFF): never leave that unsaid
+        parts.append(f"Ctrl+Q resumes it: %uexec -s {result.session_id} --keys C-q")
     parts.append(f"{result.wall_time:.2f} s")
     return "[" + " · ".join(part for part in parts + _notes(result) if part) + "]"
 
@@ -156,7 +158,7 @@ def _notes(result: UnifiedExecResult) -> list[str]:
 
 
 # What ended a wait, when the state does not already say it (exit, timeout).
-_ENDINGS = {"command": "", "input": "waits for input (no end from the shell)", "match": "--until matched", "quiet": "went quiet", "interrupt": ""}
+_ENDINGS = {"command": "", "input": "waits for input (no end from the shell)", "match": "--until matched", "quiet": "went quiet", "paused": "output paused (Ctrl+S, XOFF)", "interrupt": ""}
 
 
 def _render(text: str) -> str:

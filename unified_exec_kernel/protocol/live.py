@@ -53,6 +53,7 @@ class LiveStream:
         )
         self._unsubscribe = session.subscribe(self._batches.push)
         self._forget_exit = session.on_exit(self._on_finished)
+        self._forget_flow = session.on_flow(lambda _paused: self._deliver(messages.flow(self.session)))  # XOFF/XON
 
     def replay(self, request_id=None) -> None:
         """Answer an `attach`: `attached`, the scrollback as `data` events, then live data continues."""
@@ -69,6 +70,7 @@ class LiveStream:
             self._closed = True
             self._unsubscribe()
             self._forget_exit()
+            self._forget_flow()
             self._batches.cancel()
 
     def _send_batch(self, batch: Batch) -> None:

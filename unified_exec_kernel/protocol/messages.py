@@ -236,6 +236,10 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "request_id": rid,
         "session_id": session.session_id,
         "offset": offset,
+        # Where the replay ends and live output starts: a view answers no
+        # query it finds before it (the program that asked is long gone).
+        "end": session.offset,
+        "paused": session.paused,
         "alive": session.alive,
         "exit_code": session.exit_code,
         "rows": rows,
@@ -250,6 +254,11 @@ def data(rid, session_id: int, batch: Batch) -> dict:
 
 def exited(session: PtySession) -> dict:
     return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code, "closed": session.closed}
+
+
+def flow(session: PtySession) -> dict:
+    """The program's output was stopped by XOFF (`paused`) or started again: a view says so."""
+    return {"type": "flow", "session_id": session.session_id, "paused": session.paused}
 
 
 def journal(rid, session_id: int, start: int, data: bytes, *, output_end: int, more: bool, command, notes: list[str]) -> dict:

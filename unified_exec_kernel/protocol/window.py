@@ -94,6 +94,7 @@ class WindowedStream:
         self._closed = False
         self._unsubscribe = session.subscribe(self._push)
         self._forget_exit = session.on_exit(self._on_finished)
+        self._forget_flow = session.on_flow(lambda _paused: self._deliver_message(messages.flow(self.session)))  # XOFF/XON
 
     @property
     def in_flight(self) -> int:
@@ -143,6 +144,7 @@ class WindowedStream:
             self._closed = True
             self._unsubscribe()
             self._forget_exit()
+            self._forget_flow()
             self._queue.clear()
             self._queued = 0
             self._release()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import html
+import inspect
 from itertools import groupby
 
 import pyte
@@ -51,10 +52,14 @@ _BOX = (
 
 
 class _Screen(pyte.Screen):
-    """pyte's screen with the alternate screen a full-screen program draws on.
+    """pyte's screen with the alternate screen a full-screen program draws on,
+    taking every CSI as a terminal does.
 
-    pyte has none: without it, the screen after `vim` or `less` would be
-    theirs, where a terminal shows the shell again.
+    pyte has no alternate screen: without it, the screen after `vim` or
+    `less` would be theirs, where a terminal shows the shell again. And
+    pyte's stream passes `private=True` and any number of parameters to
+    events whose methods take neither (vim's `ESC[?4m` is SGR with
+    private=True; `ESC[1;2A` gives cursor_up two): see `_csi_event`.
     """
 
     def __init__(self, columns: int, lines: int) -> None:
@@ -76,6 +81,38 @@ class _Screen(pyte.Screen):
             self.dirty.update(range(self.lines))
             self.cursor.x, self.cursor.y = x, y
         super().reset_mode(*modes, **kwargs)
+
+
+_PRIVATE_EVENTS = frozenset(("set_mode", "reset_mode", "erase_in_display", "erase_in_line"))
+
+
+def _csi_event(name: str):
+    """`_Screen`'s version of pyte's CSI event `name`: a private form it has no
+    meaning for is ignored (a terminal does too: they are queries and xterm's
+    own settings), and parameters beyond those the event takes are dropped."""
+    base = getattr(pyte.Screen, name)
+    positional = [
+        p for p in inspect.signature(base).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "private"
+    ][1:]  # self
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(base).parameters.values())
+    keeps_private = name in _PRIVATE_EVENTS
+
+    def event(self, *params: int, private: bool = False) -> None:
+        if private and not keeps_private:
+            return
+        params = params if variadic else params[: len(positional)]
+        if private:
+            base(self, *params, private=True)
+        else:
+            base(self, *params)
+
+    event.__name__ = name
+    return event
+
+
+for _name in sorted(set(pyte.Stream.csi.values())):
+    if hasattr(pyte.Screen, _name) and _name not in vars(_Screen):
+        setattr(_Screen, _name, _csi_event(_name))
 
 
 def screen_html(text: str, rows: int, cols: int) -> str:

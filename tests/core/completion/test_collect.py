@@ -335,3 +335,18 @@ async def test_a_first_prompt_shown_before_the_wait_began_still_ends_it(integrat
         await asyncio.sleep(0.01)
     result = await integrated.write(sid, first_prompt=True, timeout_ms=30_000)
     assert result.ended_by == "command" and result.wall_time < 10
+
+
+@pytest.mark.parametrize("program", SHELLS)
+async def test_stopped_output_ends_a_wait_at_once_saying_paused_and_ctrl_q_resumes(integrated, program):
+    sid = await shell(integrated, program)
+    paused = await integrated.write(sid, "\x13")  # what `--keys C-s` sends
+    assert paused.ended_by == "paused" and paused.wall_time < 5, paused
+    # Typed while stopped: nothing can come, so the wait says why at once instead of in 60 s.
+    held = await integrated.write(sid, "echo ping-$((6*7))\n")
+    assert held.ended_by == "paused" and held.wall_time < 5 and "ping-42\r\n" not in held.output, held
+    resumed = await integrated.write(sid, "\x11")
+    assert resumed.ended_by == "command" and "ping-42" in resumed.output, resumed
+    # Ctrl+S then Ctrl+Q in one request pauses nothing.
+    both = await integrated.write(sid, "\x13\x11echo fine\n")
+    assert both.ended_by == "command" and "fine" in both.output, both

@@ -48,3 +48,35 @@ async def test_pauses_are_counted_and_reading_resumes_with_the_last():
     talker.terminal.resume_reading()
     await reader.until("after")
     await talker.close()
+
+
+async def test_xoff_and_xon_are_reported_exactly_and_only_where_they_stop_output():
+    shell = spawn(["bash", "--norc", "-i"])
+    reader = Reader(shell)
+    flows: list[bool] = []
+    shell.on_flow(flows.append)
+    await reader.until("$ ")
+    loop = asyncio.get_running_loop()
+
+    async def until(condition, what):
+        deadline = loop.time() + 5
+        while not condition():
+            assert loop.time() < deadline, what
+            await asyncio.sleep(0.01)
+
+    shell.write("\x13")  # Ctrl+S: the terminal stops the program's output
+    await until(lambda: shell.paused, "the terminal to say it stopped")
+    assert flows == [True] and shell.terminal.stopped
+    shell.write("echo held-$((6*7))\r")
+    await asyncio.sleep(0.3)
+    assert "held-42\r\n" not in reader.text  # no output while stopped (not a wait for a race: it cannot come)
+    shell.write("\x11")  # Ctrl+Q starts it again: what waited comes
+    await reader.until("held-42\r\n")
+    assert flows == [True, False] and not shell.paused
+    # Without IXON, Ctrl+S is just a key (the program gets it): nothing stops.
+    shell.write("stty -ixon -echo; echo no-ixon-$((1+1)); cat -v\r")
+    await reader.until("no-ixon-2\r\n")
+    shell.write("\x13key\r")
+    await reader.until("^Skey\r\n")
+    assert flows == [True, False] and not shell.paused
+    await shell.close()

@@ -12,6 +12,9 @@ types the request's input if any, and waits for the first of its conditions:
   is in key-by-key or no-echo mode and nothing arrived for INPUT_QUIET_S;
 - MATCH: a line of the output matched `until`;
 - QUIET: something arrived, then nothing for `quiet_s`;
+- PAUSED: the terminal's output is stopped (XOFF: Ctrl+S, `--keys C-s`) and
+  stays so for PAUSED_WAIT_S: nothing can arrive until Ctrl+Q, so the wait
+  says so instead of running out its time in silence;
 - TIMEOUT, INTERRUPT: the caller's limit, or its stop event.
 
 Nothing polls: each condition is a callback the session calls (output, a
@@ -43,6 +46,8 @@ PROMPT_END_WAIT_S = 0.5
 # `until` sees each line whole once it ends, and an unfinished line as it grows;
 # a line longer than this is matched by its last this-many characters.
 MAX_UNFINISHED_LINE = 65536
+# How long stopped output must stay stopped to end a wait: a request that types Ctrl+S then Ctrl+Q pauses nothing.
+PAUSED_WAIT_S = 0.3
 
 
 class EndedBy(str, enum.Enum):
@@ -51,6 +56,7 @@ class EndedBy(str, enum.Enum):
     INPUT = "input"
     MATCH = "match"
     QUIET = "quiet"
+    PAUSED = "paused"
     TIMEOUT = "timeout"
     INTERRUPT = "interrupt"
 
@@ -135,10 +141,14 @@ class _Wait:
         self._quiet_timer: asyncio.TimerHandle | None = None
         self._input_timer: asyncio.TimerHandle | None = None
         self._prompt_end_timer: asyncio.TimerHandle | None = None
+        self._paused_timer: asyncio.TimerHandle | None = None
         self._cleanups = [
             session.subscribe(self._on_output),
             session.on_exit(lambda _session: self._end(EndedBy.EXIT)),
+            session.on_flow(self._on_flow),
         ]
+        if session.paused:
+            self._on_flow(True)
         if wait_for.command:
             self._cleanups.append(session.on_prompt(self._on_prompt))
         timer = self._loop.call_later(wait_for.timeout_s, self._end, EndedBy.TIMEOUT)
@@ -189,6 +199,15 @@ class _Wait:
         if self._session.in_command and self._session.terminal.reads_keys():
             self._end(EndedBy.INPUT)
 
+    def _on_flow(self, stopped: bool) -> None:
+        if stopped and not self.ended.done():
+            self._paused_timer = _restart(self._paused_timer, self._loop, PAUSED_WAIT_S, self._check_paused)
+
+    def _check_paused(self) -> None:
+        self._paused_timer = None
+        if self._session.paused:
+            self._end(EndedBy.PAUSED)
+
     def _end(self, reason: EndedBy) -> None:
         if self.ended.done():
             return
@@ -200,10 +219,10 @@ class _Wait:
         for cleanup in self._cleanups:
             cleanup()
         self._cleanups = []
-        for timer in (self._quiet_timer, self._input_timer, self._prompt_end_timer):
+        for timer in (self._quiet_timer, self._input_timer, self._prompt_end_timer, self._paused_timer):
             if timer is not None:
                 timer.cancel()
-        self._quiet_timer = self._input_timer = self._prompt_end_timer = None
+        self._quiet_timer = self._input_timer = self._prompt_end_timer = self._paused_timer = None
 
 
 def _restart(timer: asyncio.TimerHandle | None, loop: asyncio.AbstractEventLoop, delay: float, callback, *args) -> asyncio.TimerHandle:

@@ -6,6 +6,12 @@ in each callback, because a PTY gives ~4 KB a read and one read per callback
 costs a quarter of the throughput. Writes are queued and flushed with
 `add_writer`, so a huge paste never blocks the loop.
 
+The master is in packet mode (TIOCPKT): each read starts with a status
+byte, so the terminal says exactly when the program's output is stopped by
+XOFF (Ctrl+S, with IXON on) and started again (Ctrl+Q): `stopped`, and
+`on_flow` is called on each change. The status costs a slice per read
+(~64 KiB), nothing per byte.
+
 Reading can be paused (counted: every `pause_reading` needs its
 `resume_reading`), which is how a reader slower than the program paces it:
 the PTY's buffer fills and the program's next write blocks, as under a
@@ -20,8 +26,10 @@ master itself; `raw_read` counts what was read, in the keeper's terms.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
+import struct
 import termios
 from collections import deque
 from collections.abc import Callable
@@ -35,16 +43,43 @@ _READ_SIZE = 64 * 1024
 # Read until EAGAIN, but not forever: other sessions and the kernel's own
 # work must get their turn.
 _MAX_READS_PER_CALLBACK = 16
+# Packet mode's status byte: 0 before data; else a control packet of flags.
+_TIOCPKT = getattr(termios, "TIOCPKT", 0x5420)
+_TIOCPKT_STOP = 0x04
+_TIOCPKT_START = 0x08
 
 
 class Terminal:
-    __slots__ = ("_fd", "_out", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release", "_pauses", "raw_read")
+    __slots__ = (
+        "_fd", "_out", "_loop", "_on_output", "_on_eof", "_utf8", "_pending_writes", "eof", "released", "_size_at_release", "_pauses",
+        "_packets", "stopped", "_on_flow", "raw_read",
+    )
 
-    def __init__(self, master_fd: int, *, on_output: Callable[[bytes], None], on_eof: Callable[[], None],
-                 output_fd: int | None = None, raw_read: int = 0):
+    def __init__(
+        self,
+        master_fd: int,
+        *,
+        on_output: Callable[[bytes], None],
+        on_eof: Callable[[], None],
+        on_flow: Callable[[bool], None] | None = None,
+        output_fd: int | None = None,
+        raw_read: int = 0,
+    ):
+        """`on_flow(stopped)`: the program's output was stopped (XOFF) or started again.
+        `output_fd`: read the output there, not from the master (a kept session's keeper relays it);
+        `raw_read`: how much of it came before (the keeper's count)."""
         self._fd = master_fd
         self._out = master_fd if output_fd is None else output_fd
         self.raw_read = raw_read
+        self.stopped = False
+        self._on_flow = on_flow
+        self._packets = False
+        if output_fd is None:  # packet mode changes what the master's reader gets: only ours
+            try:
+                fcntl.ioctl(master_fd, _TIOCPKT, struct.pack("i", 1))
+                self._packets = True
+            except OSError:  # not a Linux-like PTY: no flow status, plain reads
+                pass
         self._loop = asyncio.get_running_loop()
         self._on_output = on_output
         self._on_eof = on_eof
@@ -93,6 +128,11 @@ class Terminal:
             if not data:
                 eof = True
                 break
+            if self._packets:
+                if data[0]:
+                    self._control(data[0])
+                    continue
+                data = memoryview(data)[1:]
             reads.append(data)
         if reads:
             data = b"".join(reads)
@@ -100,6 +140,13 @@ class Terminal:
             self._emit(self._utf8.feed(data))
         if eof:
             self._end_of_output()
+
+    def _control(self, status: int) -> None:
+        stopped = bool(status & _TIOCPKT_STOP) or (self.stopped and not status & _TIOCPKT_START)
+        if stopped != self.stopped:
+            self.stopped = stopped
+            if self._on_flow is not None:
+                self._on_flow(stopped)
 
     def _emit(self, data: bytes) -> None:
         if data:

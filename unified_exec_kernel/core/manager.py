@@ -36,6 +36,7 @@ from .models import (
 )
 from .process.guardian import Guardian
 from .session import SCROLLBACK_BYTES, PtySession
+from .pipe_session import PipeSession
 from .completion.shell_integration import integrate, new_nonce
 from .journal.store import JournalStore
 from .process.termination import terminate_blocking
@@ -145,6 +146,8 @@ class UnifiedExecSessionManager:
         quiet_ms: int | None = None,
         earlier_output: bool = True,
         first_prompt: bool = False,
+        max_bytes: int | None = None,
+        max_timeout_ms: int | None = None,
     ) -> UnifiedExecResult:
         """Type `text` into a session (nothing: just poll), then collect (Codex's `write_stdin`).
 
@@ -155,12 +158,15 @@ class UnifiedExecSessionManager:
         (then the timeout defaults to `max_timeout_ms`). `earlier_output=False`
         leaves out what arrived before this request (counted in `left_out_bytes`).
         `first_prompt`: the session was just spawned; an integrated shell is
-        waited on until its first prompt.
+        waited on until its first prompt. `max_bytes` (default `output_max_bytes`): what
+        the result keeps of the output; `max_timeout_ms` (default the manager's): the
+        longest wait (a request profile's own limits, codex_profile.py).
         """
         pattern = compile_until(until)
         session = self._get_managed(session_id).session
         command = session.integrated and (bool(text) or first_prompt)
-        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command)
+        limits = (max_bytes, max_timeout_ms)
+        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command, limits)
 
     async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
         """The seed's entry: `input_chunks` is the argv of a new session, or text joined with spaces."""
@@ -177,6 +183,8 @@ class UnifiedExecSessionManager:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
+        tty: bool = True,
+        buffer_bytes: int | None = None,
     ) -> int:
         """Start `argv` in a new session without waiting; its id.
 
@@ -184,6 +192,8 @@ class UnifiedExecSessionManager:
         it with `write(session_id)`. `name` must not be held by a running
         session. `integration` (default: the manager's `shell_integration`)
         starts bash or zsh so that it reports where each command ends.
+        `tty=False` runs it on pipes, stdin closed (pipe_session.py; never integrated).
+        `buffer_bytes`: what the session keeps unread between requests (default `output_max_bytes`).
         """
         argv = command = list(argv)  # `command`: what the user gave, shown in every face
         session_id = next(self._next_id)
@@ -196,7 +206,7 @@ class UnifiedExecSessionManager:
         self._make_room()
         environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **(env or {})}
         nonce = None
-        if self.shell_integration if integration is None else integration:
+        if tty and (self.shell_integration if integration is None else integration):
             nonce = new_nonce()
             integrated = integrate(argv, environment, nonce)
             if integrated is None:
@@ -204,11 +214,11 @@ class UnifiedExecSessionManager:
             else:
                 argv, environment = integrated
         try:
-            session = PtySession(
+            session = (PtySession if tty else PipeSession)(
                 session_id,
                 argv,
                 environment,
-                buffer_bytes=self.output_max_bytes,
+                buffer_bytes=self.output_max_bytes if buffer_bytes is None else buffer_bytes,
                 scrollback_bytes=self.scrollback_bytes,
                 backend=self.spawn_backend,
                 cwd=cwd,
@@ -259,13 +269,15 @@ class UnifiedExecSessionManager:
         quiet_ms: int | None,
         earlier_output: bool,
         command: bool,
+        limits: tuple[int | None, int | None] = (None, None),
     ) -> UnifiedExecResult:
         """`command`: an integrated shell is done when its prompt is back (after a typed
         command, or at its first prompt); such a wait defaults to `max_timeout_ms`."""
         managed = self._get_managed(key)
         session = managed.session
         session_id = session.session_id
-        timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_timeout_ms if command else self.default_timeout_ms)
+        max_bytes = self.output_max_bytes if limits[0] is None else limits[0]
+        timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_timeout_ms if command else self.default_timeout_ms, limits[1])
         async with managed.lock:
             if self._sessions.get(session_id) is not managed:
                 # Another request on this session reported its exit while we queued.
@@ -282,7 +294,7 @@ class UnifiedExecSessionManager:
                 collected = await collect(
                     session,
                     WaitFor(timeout_ms / 1000, until, _seconds(quiet_ms), command),
-                    max_bytes=self.output_max_bytes,
+                    max_bytes=max_bytes,
                     text=text,
                     already=unread if earlier_output else b"",
                     # A shell that showed its first prompt before this wait began is done starting.

@@ -114,10 +114,16 @@ class PtySession:
         self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
         # The nonce goes through a pipe the shell's startup reads and closes (shell_integration.py).
         handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
-        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
-        self.pid = spawned.pid
-        self.terminal = Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
+        self.pid, self.terminal = self._start(env, rows, cols, backend, cwd, handoff)
         watch_exit(self.pid, self._loop, self._on_exit)
+
+    tty = True
+    """The program runs in a terminal (a pipes session, pipe_session.py, runs without one)."""
+
+    def _start(self, env: Mapping[str, str], rows: int, cols: int, backend: str, cwd: str | None, handoff: bytes | None) -> tuple[int, Terminal]:
+        """Start the program; its pid and what reads its output (a kind of session starts its own way)."""
+        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
+        return spawned.pid, Terminal(spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof)
 
     # -- state -----------------------------------------------------------------
 

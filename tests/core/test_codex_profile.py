@@ -89,7 +89,7 @@ async def test_a_yield_below_the_minimum_still_waits_250ms(manager):
 
 
 async def test_tty_false_runs_on_pipes_with_stdin_closed(manager):
-    result = await run(manager, cmd="test -t 1 && echo tty || echo pipes; sleep 20", yield_time_ms=500)
+    result = await run(manager, cmd="test -t 1 && echo tty || echo pipes; sleep 20", login=False, yield_time_ms=1000)
     assert result.output == "pipes\n" and result.session_id is not None
     with pytest.raises(StdinClosedError, match="rerun exec_command with tty=true"):
         await codex.write_stdin(manager, WriteStdin(result.session_id, "hello\n"))
@@ -98,7 +98,7 @@ async def test_tty_false_runs_on_pipes_with_stdin_closed(manager):
 
 
 async def test_tty_true_keeps_stdin_open(manager):
-    result = await run(manager, cmd="test -t 1 && echo tty; cat", tty=True, yield_time_ms=500)
+    result = await run(manager, cmd="test -t 1 && echo tty; cat", tty=True, login=False, yield_time_ms=1000)
     assert result.output.startswith("tty") and result.session_id is not None
     echoed = await codex.write_stdin(manager, WriteStdin(result.session_id, "ping\n", yield_time_ms=500))
     assert echoed.output.count("ping") == 2  # the terminal's echo, then cat's

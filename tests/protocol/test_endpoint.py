@@ -186,7 +186,7 @@ async def test_the_codex_profile_runs_exec_command_on_pipes_and_answers_in_codex
     from ..core.test_agent_format import parse
 
     endpoint, sent = peer
-    endpoint.receive({"type": "exec", "request_id": "c1", "profile": "codex", "cmd": "echo $TERM; test -t 1 || echo pipes; sleep 30", "yield_time_ms": 2000})
+    endpoint.receive({"type": "exec", "request_id": "c1", "profile": "codex", "cmd": "echo $TERM; test -t 1 || echo pipes; sleep 30", "login": False, "yield_time_ms": 2000})
     result = await answer(sent, "result", "c1")
     fields = parse(result["output"])
     assert fields["output"] == "dumb\npipes\n" and fields["session"] == str(result["session_id"])

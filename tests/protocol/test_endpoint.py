@@ -206,3 +206,16 @@ async def test_the_codex_profile_refuses_bad_arguments_in_one_line(peer):
     assert (await answer(sent, "error", 1))["message"] == "yield_time_ms must be a non-negative integer, not -5"
     assert (await answer(sent, "error", 2))["message"] == "profile must be 'codex' or null"
     assert (await answer(sent, "error", 3))["error"] == "UnknownSessionId"
+
+
+async def test_a_view_of_a_pipes_session_is_told_it_has_no_terminal_and_its_keys_are_refused(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": "p", "profile": "codex", "cmd": "echo out; sleep 30", "login": False, "yield_time_ms": 500})
+    session_id = (await answer(sent, "result", "p"))["session_id"]
+    endpoint.receive({"type": "attach", "request_id": "a", "session_id": session_id})
+    assert (await answer(sent, "attached", "a"))["tty"] is False
+    endpoint.receive({"type": "input", "request_id": "i", "session_id": session_id, "data": "typed"})
+    assert (await answer(sent, "error", "i"))["error"] == "StdinClosed"
+    endpoint.receive({"type": "exec", "request_id": "t", "profile": "codex", "cmd": "cat", "tty": True, "login": False, "yield_time_ms": 250})
+    endpoint.receive({"type": "attach", "request_id": "b", "session_id": (await answer(sent, "result", "t"))["session_id"]})
+    assert (await answer(sent, "attached", "b"))["tty"] is True

@@ -255,6 +255,7 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "offset": offset,
         "alive": session.alive,
         "exit_code": session.exit_code,
+        "tty": session.tty,  # false: a pipes session (codex profile); its view only watches (input is refused)
         "rows": rows,
         "cols": cols,
     }

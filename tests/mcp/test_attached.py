@@ -54,3 +54,10 @@ async def test_bad_input_against_the_kernel_is_one_line(kernel):
         assert error and text.startswith("write_stdin failed: no session with id 4242") and "\n" not in text
         text, error = await agent.call("exec_command", cmd="true", yield_time_ms=-1)
         assert error and text == "exec_command failed: yield_time_ms must be a non-negative integer, not -1"
+
+
+async def test_a_kernel_is_found_by_its_id_in_the_runtime_directory(kernel):
+    runtime = os.path.dirname(kernel.connection_file)
+    async with connected("--kernel", "mcp", env={**os.environ, "JUPYTER_RUNTIME_DIR": runtime}) as agent:
+        shown = parse(await agent.text("exec_command", cmd="echo found", login=False))
+    assert shown["output"] == "found\n" and shown["exit"] == "0"

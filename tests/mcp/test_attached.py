@@ -1,5 +1,6 @@
 """The MCP server attached to a real uexec kernel (jupyter_client): the agent's sessions are the notebook's, and the other way round."""
 
+import asyncio
 import os
 import tempfile
 from pathlib import Path
@@ -18,12 +19,14 @@ def kernel():
     connection_file = str(folder / "kernel-mcp.json")
     running = Kernel("uexec", connection_file=connection_file)
     running.connection_file = connection_file
+    running.run("%uexec -t 100 true")  # the engine runs, so its direct socket listens
     yield running
     running.shutdown()
 
 
-async def test_a_session_the_agent_starts_is_listed_in_the_notebook_and_takes_input_from_a_cell(kernel):
-    async with connected("--connection-file", kernel.connection_file) as agent:
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_a_session_the_agent_starts_is_listed_in_the_notebook_and_takes_input_from_a_cell(kernel, carrier):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
         started = parse(await agent.text("exec_command", cmd="cat", tty=True, login=False, yield_time_ms=500))
         session_id = int(started["session"])
         listed = kernel.run("%uexec_sessions")
@@ -37,9 +40,10 @@ async def test_a_session_the_agent_starts_is_listed_in_the_notebook_and_takes_in
         assert told["exit_code"] == 0
 
 
-async def test_a_session_started_in_a_cell_is_driven_through_mcp(kernel):
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_a_session_started_in_a_cell_is_driven_through_mcp(kernel, carrier):
     kernel.run("%uexec --name person --no-integration -t 500 bash --norc -i")
-    async with connected("--connection-file", kernel.connection_file) as agent:
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
         (entry,) = [entry for entry in await agent.sessions() if entry["name"] == "person"]
         answer = parse(await agent.text("write_stdin", session_id=entry["session_id"], chars="echo $((6*7))\n", yield_time_ms=1000))
         assert "42" in answer["output"] and answer["session"] == str(entry["session_id"])
@@ -61,3 +65,14 @@ async def test_a_kernel_is_found_by_its_id_in_the_runtime_directory(kernel):
     async with connected("--kernel", "mcp", env={**os.environ, "JUPYTER_RUNTIME_DIR": runtime}) as agent:
         shown = parse(await agent.text("exec_command", cmd="echo found", login=False))
     assert shown["output"] == "found\n" and shown["exit"] == "0"
+
+
+async def test_over_the_direct_socket_a_call_does_not_wait_for_a_running_cell(kernel):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", "direct") as agent:
+        busy = kernel.start_execute("import time; time.sleep(4); print('cell done')")
+        try:
+            started = asyncio.get_running_loop().time()
+            shown = parse(await agent.text("exec_command", cmd="echo while-busy", login=False))
+            assert shown["output"] == "while-busy\n" and asyncio.get_running_loop().time() - started < 3
+        finally:
+            assert "cell done" in kernel.finish_execute(busy).text

@@ -1,16 +1,17 @@
 """Driving a running uexec kernel's sessions: what the agent starts shows in that notebook, and the other way round.
 
-The kernel is reached through its `unified_exec` comm (docs/protocol.md),
-opened with jupyter_client from the kernel's connection file: every tool is
-one protocol message (`exec` with `"profile": "codex"`, `list`, `kill`,
-`read`, `watch`), so the kernel's engine does the work and its Sessions
-panel, `%uexec_sessions` and live views see the agent's sessions as any
-other. A person can open one in a live view and type into it (`tty`), and
-the agent can drive a session a person started (its id in `write_stdin`).
+Every tool is one protocol message (docs/protocol.md: `exec` with
+`"profile": "codex"`, `list`, `kill`, `read`, `watch`), so the kernel's
+engine does the work and its Sessions panel, `%uexec_sessions` and live views
+see the agent's sessions as any other. A person can open one in a live view
+and type into it (`tty`), and the agent can drive a session a person started
+(its id in `write_stdin`).
 
-The kernel's direct socket would spare the shell channel (a comm message
-waits while a cell runs on the main shell), but it carries only the live
-view's part of the protocol; see docs/agents.md.
+The carrier is the kernel's direct socket (found beside its connection
+file; `T {"type": "agent"}` opens the whole protocol there), served on the
+engine's loop, so a call never waits for a running cell; where there is
+none, the `unified_exec` comm through jupyter_client (whose messages wait
+while a cell runs on the main shell).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from __future__ import annotations
 import asyncio
 import glob
 import itertools
+import json
 import os
 import re
 import time
 import uuid
 
 from ..core.process.stats import session_stats
+from ..protocol import frames
+from ..protocol.address import find_socket
 from ..core.journal.paging import parse_range
 from .notify import Notifier
 from .standalone import _ESCAPES, _int, _key, _only, page_request
@@ -45,71 +49,70 @@ def connection_file_of(kernel: str) -> str:
     return found[0]
 
 
-def attached_engine(*, kernel: str | None = None, server: str | None = None, token: str | None = None, connection_file: str | None = None):
+def attached_engine(*, kernel: str | None = None, server: str | None = None, token: str | None = None, connection_file: str | None = None, carrier: str = "auto"):
     """What `serve` makes its engine with: an `AttachedEngine` on that kernel's connection file."""
     if server is not None or token is not None:
         raise ValueError("--server/--token are not supported yet: give --kernel (found in the runtime directory) or --connection-file")
     path = connection_file or connection_file_of(kernel)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no connection file {path}")
-    return lambda notifier: AttachedEngine(notifier, path)
+    return lambda notifier: AttachedEngine(notifier, path, carrier=carrier)
 
 
 class AttachedEngine:
-    def __init__(self, notifier: Notifier, connection_file: str):
+    def __init__(self, notifier: Notifier, connection_file: str, *, carrier: str = "auto"):
+        """`carrier`: "auto" (the direct socket where there is one, else the comm), "direct" or "comm"."""
         self.notifier = notifier
         self.connection_file = connection_file
-        self._client = None
-        self._comm_id = uuid.uuid4().hex
+        self._carrier = carrier
+        self._link: DirectLink | CommLink | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[str, asyncio.Queue] = {}
-        self._reader: asyncio.Task | None = None
         self._connecting: asyncio.Lock | None = None
         self._watches: set[asyncio.Task] = set()
 
-    # -- the comm -----------------------------------------------------------
+    # -- the link to the kernel ----------------------------------------------
 
     async def _connect(self) -> None:
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:
-            if self._client is not None:
+            if self._link is not None:
                 return
-            from jupyter_client.asynchronous import AsyncKernelClient
+            socket = None if self._carrier == "comm" else find_socket(self.connection_file)
+            if socket is None and self._carrier == "direct":
+                raise ConnectionError(f"no direct socket beside {self.connection_file}")
+            if socket is not None:
+                link = DirectLink(socket, self._deliver)
+                try:
+                    await link.connect()
+                    self._link = link
+                    await self._ask({"type": "agent"}, {"ok"})  # the whole protocol on this connection
+                    return
+                except (OSError, KernelError):
+                    link.close()  # an older kernel, or a stale socket: the comm still works
+                    self._link = None
+                    if self._carrier == "direct":
+                        raise
+            link = CommLink(self.connection_file, self._deliver)
+            await link.connect()
+            self._link = link
 
-            client = AsyncKernelClient(connection_file=self.connection_file)
-            client.load_connection_file()
-            client.start_channels()
-            try:
-                await client.wait_for_ready(timeout=30)
-            except RuntimeError as error:
-                client.stop_channels()
-                raise ConnectionError(f"the kernel of {self.connection_file} does not answer: {error}") from None
-            self._client = client
-            self._reader = asyncio.ensure_future(self._read())
-            self._send("comm_open", {"comm_id": self._comm_id, "target_name": TARGET, "data": {}})
-
-    def _send(self, msg_type: str, content: dict) -> None:
-        self._client.shell_channel.send(self._client.session.msg(msg_type, content))
-
-    async def _read(self) -> None:
-        while True:
-            msg = await self._client.get_iopub_msg()
-            content = msg.get("content", {})
-            if msg.get("msg_type") != "comm_msg" or content.get("comm_id") != self._comm_id:
-                continue
-            data = content.get("data") or {}
-            queue = self._waiting.get(data.get("request_id"))
-            if queue is not None:
-                queue.put_nowait(data)
+    def _deliver(self, data: dict) -> None:
+        queue = self._waiting.get(data.get("request_id"))
+        if queue is not None:
+            queue.put_nowait(data)
 
     async def request(self, message: dict, until=REPLY_TYPES) -> dict:
         """Send one protocol message; its answer (the first of `until`'s types for its request_id)."""
         await self._connect()
+        return await self._ask(message, until)
+
+    async def _ask(self, message: dict, until) -> dict:
         rid = f"mcp-{next(self._ids)}"
         queue = self._waiting[rid] = asyncio.Queue()
         try:
-            self._send("comm_msg", {"comm_id": self._comm_id, "data": {**message, "request_id": rid}})
+            self._link.send({**message, "request_id": rid})
             while True:
                 answer = await queue.get()
                 if answer.get("type") == "error":
@@ -119,13 +122,16 @@ class AttachedEngine:
         finally:
             self._waiting.pop(rid, None)
 
+    @property
+    def carrier(self) -> str | None:
+        return None if self._link is None else self._link.name
+
     async def close(self) -> None:
         self.notifier.close()
-        for task in (*self._watches, *([self._reader] if self._reader else [])):
+        for task in self._watches:
             task.cancel()
-        if self._client is not None:
-            self._send("comm_close", {"comm_id": self._comm_id, "data": {}})
-            self._client.stop_channels()
+        if self._link is not None:
+            self._link.close()
 
     # -- the tools ------------------------------------------------------------
 
@@ -245,6 +251,92 @@ class AttachedEngine:
                     code = fired["exit_code"]
                     self.notifier.exited(session_id, None if code is None else (code if code >= 0 else 128 - code), False, lines)
                 return
+
+
+class DirectLink:
+    """The kernel's direct socket (protocol/direct.py): `T` frames both ways, on the engine's loop, never behind a cell."""
+
+    name = "direct"
+
+    def __init__(self, path: str, deliver):
+        self.path = path
+        self._deliver = deliver
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        reader, self._writer = await asyncio.wait_for(asyncio.open_unix_connection(self.path, limit=frames.MAX_FRAME_BYTES + 64), 10)
+        self._reader_task = asyncio.ensure_future(self._read(reader))
+
+    def send(self, message: dict) -> None:
+        self._writer.write(frames.text_frame(json.dumps(message).encode()))
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                kind, length = frames.HEADER.unpack(await reader.readexactly(frames.HEADER.size))
+                payload = await reader.readexactly(length)
+                if kind == frames.TEXT:
+                    self._deliver(json.loads(payload))
+        except (asyncio.IncompleteReadError, OSError):
+            pass  # the kernel went away: calls waiting on it are cancelled when the server ends
+
+    def close(self) -> None:
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+        if self._writer is not None:
+            self._writer.close()
+
+
+class CommLink:
+    """The kernel's `unified_exec` comm through jupyter_client (where there is no direct socket).
+
+    Comm messages go on the shell channel: one waits while a cell runs on the main shell.
+    """
+
+    name = "comm"
+
+    def __init__(self, connection_file: str, deliver):
+        self.connection_file = connection_file
+        self._deliver = deliver
+        self._client = None
+        self._comm_id = uuid.uuid4().hex
+        self._reader_task: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        from jupyter_client.asynchronous import AsyncKernelClient
+
+        client = AsyncKernelClient(connection_file=self.connection_file)
+        client.load_connection_file()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=30)
+        except RuntimeError as error:
+            client.stop_channels()
+            raise ConnectionError(f"the kernel of {self.connection_file} does not answer: {error}") from None
+        self._client = client
+        self._reader_task = asyncio.ensure_future(self._read())
+        self._send("comm_open", {"comm_id": self._comm_id, "target_name": TARGET, "data": {}})
+
+    def send(self, message: dict) -> None:
+        self._send("comm_msg", {"comm_id": self._comm_id, "data": message})
+
+    def _send(self, msg_type: str, content: dict) -> None:
+        self._client.shell_channel.send(self._client.session.msg(msg_type, content))
+
+    async def _read(self) -> None:
+        while True:
+            msg = await self._client.get_iopub_msg()
+            content = msg.get("content", {})
+            if msg.get("msg_type") == "comm_msg" and content.get("comm_id") == self._comm_id:
+                self._deliver(content.get("data") or {})
+
+    def close(self) -> None:
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+        if self._client is not None:
+            self._send("comm_close", {"comm_id": self._comm_id, "data": {}})
+            self._client.stop_channels()
 
 
 class KernelError(ValueError):

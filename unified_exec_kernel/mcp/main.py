@@ -18,6 +18,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--server", metavar="URL", help="the Jupyter server that runs --kernel (default: found in the runtime directory)")
     parser.add_argument("--token", help="that server's token")
     parser.add_argument("--connection-file", metavar="F", help="attach to the kernel of this connection file")
+    parser.add_argument("--carrier", choices=["auto", "direct", "comm"], default="auto", help="attached: the kernel's direct socket, its comm, or the socket where there is one (default)")
     parser.add_argument("--journal-dir", metavar="DIR", help="standalone: keep the sessions' journals here (default: a private temporary directory)")
     return parser
 
@@ -31,7 +32,7 @@ def main(argv: list[str]) -> int:
         from .attached import attached_engine
 
         try:
-            make_engine = attached_engine(kernel=args.kernel, server=args.server, token=args.token, connection_file=args.connection_file)
+            make_engine = attached_engine(kernel=args.kernel, server=args.server, token=args.token, connection_file=args.connection_file, carrier=args.carrier)
         except (OSError, ValueError, LookupError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

@@ -98,6 +98,10 @@ class Endpoint:
         except Exception as error:  # noqa: BLE001 - mapped to one line, the kernel lives on
             self._fail(rid, error, data)
 
+    def take_every_type(self) -> None:
+        """From now on take every message type (a carrier that began with fewer, and whose peer may have all)."""
+        self._handlers = {**_HANDLERS, **self._handlers}
+
     def close(self) -> None:
         for stream in list(self.streams.values()):
             stream.close()

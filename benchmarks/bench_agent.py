@@ -6,9 +6,10 @@
 - `standalone`: `exec_command` of `echo hi` (bash -c, no login) through the MCP
   server's own engine, from the official SDK's client over stdio, against a
   bare `subprocess.run` of the same `bash -c 'echo hi'`. Goal: <= 1.5x.
-- `attached`: the same call through an MCP server attached to a uexec kernel,
-  against the same `exec` (`"profile": "codex"`) sent straight to the kernel's
-  comm from jupyter_client. Goal: <= 1.2x.
+- `attached`: the same call through an MCP server attached to a uexec kernel
+  (over its direct socket, the default, and over its comm), against the same
+  `exec` (`"profile": "codex"`) sent straight to the kernel's comm from
+  jupyter_client. Goal: <= 1.2x.
 - `stdin`: a `write_stdin` round trip into a running `python3 -i` (tty), with
   the smallest yield (250 ms: Codex waits the whole yield for a write with text,
   so the floor is the yield, and the figure says what the round trip adds).
@@ -137,11 +138,16 @@ async def attached() -> dict:
             samples.append(time.perf_counter() - started)
         comm = median_ms(samples[3:])
         client.stop_channels()
-        async with mcp_client("--connection-file", connection_file) as session:
-            mcp = await timed_calls(session, "exec_command", ECHO)
+        async with mcp_client("--connection-file", connection_file, "--carrier", "direct") as session:
+            direct = await timed_calls(session, "exec_command", ECHO)
+        async with mcp_client("--connection-file", connection_file, "--carrier", "comm") as session:
+            over_comm = await timed_calls(session, "exec_command", ECHO)
     finally:
         kernel.shutdown_kernel(now=True)
-    return {"case": "attached", "mcp_exec_ms": mcp, "comm_exec_ms": comm, "ratio": round(mcp / comm, 2), "goal": "<= 1.2"}
+    return {
+        "case": "attached", "mcp_direct_exec_ms": direct, "mcp_comm_exec_ms": over_comm, "comm_exec_ms": comm,
+        "ratio": round(direct / comm, 2), "ratio_over_comm": round(over_comm / comm, 2), "goal": "<= 1.2",
+    }
 
 
 async def stdin() -> dict:

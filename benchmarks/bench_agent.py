@@ -116,7 +116,7 @@ async def attached() -> dict:
     try:
         client = AsyncKernelClient(connection_file=connection_file)
         client.load_connection_file()
-        client.start_channels()
+        client.start_channels(hb=False)  # a heartbeat late under load is no dead kernel: kernel_info answers tell
         await client.wait_for_ready(timeout=60)
         comm_id = uuid.uuid4().hex
         client.shell_channel.send(client.session.msg("comm_open", {"comm_id": comm_id, "target_name": "unified_exec", "data": {}}))

@@ -308,7 +308,7 @@ class CommLink:
 
         client = AsyncKernelClient(connection_file=self.connection_file)
         client.load_connection_file()
-        client.start_channels()
+        client.start_channels(hb=False)  # a heartbeat late under load is no dead kernel: kernel_info answers tell
         try:
             await client.wait_for_ready(timeout=30)
         except RuntimeError as error:

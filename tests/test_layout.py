@@ -22,6 +22,7 @@ ALLOWED = {
     "notebook": {"core", "screen", "protocol", "jupyter"},
     "live": {"core", "screen", "protocol", "jupyter"},
     "server": {"protocol"},
+    "mcp": {"core", "protocol"},
 }
 # Third-party names the engine must never import: it runs in any asyncio program.
 JUPYTER = {"IPython", "ipykernel", "ipywidgets", "anywidget", "jupyter_client", "jupyter_server", "comm", "traitlets", "tornado", "zmq"}

@@ -3,6 +3,7 @@
     python -m unified_exec_kernel -f CONNECTION_FILE      # what the kernelspec runs
     python -m unified_exec_kernel install [--user | --sys-prefix | --prefix P] [--name N] [--display-name D]
     python -m unified_exec_kernel record JOURNAL FILE [--v2]   # a kept journal (or any recording) as asciicast
+    python -m unified_exec_kernel mcp [--kernel ID | --connection-file F]   # an MCP server (docs/agents.md)
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ def main(argv: list[str]) -> None:
         return
     if argv[:1] == ["record"]:
         sys.exit(record(argv[1:]))
+    if argv[:1] == ["mcp"]:
+        from .mcp.main import main as mcp_main
+
+        sys.exit(mcp_main(argv[1:]))
     from ipykernel.kernelapp import IPKernelApp
 
     from .jupyter.config import UnifiedExec

@@ -189,3 +189,45 @@ async def test_exec_keep_says_in_one_line_when_it_cannot_keep(peer):
     endpoint.receive({"type": "exec", "request_id": "w", "session_id": session_id, "input_chunks": ["x"], "keep": True})
     error = await answer(sent, "error", "w")
     assert error["message"] == "keep is chosen when a session starts; a running session cannot become kept"
+
+
+# -- the codex profile (core/codex_profile.py) --------------------------------
+
+
+async def test_the_codex_profile_runs_exec_command_on_pipes_and_answers_in_codex_text(peer):
+    from ..core.test_agent_format import parse
+
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": "c1", "profile": "codex", "cmd": "echo $TERM; test -t 1 || echo pipes; sleep 30", "login": False, "yield_time_ms": 2000})
+    result = await answer(sent, "result", "c1")
+    fields = parse(result["output"])
+    assert fields["output"] == "dumb\npipes\n" and fields["session"] == str(result["session_id"])
+    endpoint.receive({"type": "exec", "request_id": "c2", "profile": "codex", "session_id": result["session_id"], "chars": "y\n"})
+    refused = await answer(sent, "error", "c2")
+    assert (refused["error"], refused["message"]) == ("StdinClosed", "stdin is closed for this session; rerun exec_command with tty=true to keep stdin open")
+    endpoint.receive({"type": "exec", "request_id": "c3", "profile": "codex", "session_id": result["session_id"], "chars": "\u0003", "yield_time_ms": 5000, "format": "text"})
+    interrupted = await answer(sent, "result", "c3")
+    assert (interrupted["session_id"], interrupted["exit_code"], interrupted["output"]) == (None, -2, "")
+
+
+async def test_the_codex_profile_refuses_bad_arguments_in_one_line(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": 1, "profile": "codex", "cmd": "true", "yield_time_ms": -5})
+    endpoint.receive({"type": "exec", "request_id": 2, "profile": "bash", "cmd": "true"})
+    endpoint.receive({"type": "exec", "request_id": 3, "profile": "codex", "session_id": 99, "chars": ""})
+    assert (await answer(sent, "error", 1))["message"] == "yield_time_ms must be a non-negative integer, not -5"
+    assert (await answer(sent, "error", 2))["message"] == "profile must be 'codex' or null"
+    assert (await answer(sent, "error", 3))["error"] == "UnknownSessionId"
+
+
+async def test_a_view_of_a_pipes_session_is_told_it_has_no_terminal_and_its_keys_are_refused(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": "p", "profile": "codex", "cmd": "echo out; sleep 30", "login": False, "yield_time_ms": 500})
+    session_id = (await answer(sent, "result", "p"))["session_id"]
+    endpoint.receive({"type": "attach", "request_id": "a", "session_id": session_id})
+    assert (await answer(sent, "attached", "a"))["tty"] is False
+    endpoint.receive({"type": "input", "request_id": "i", "session_id": session_id, "data": "typed"})
+    assert (await answer(sent, "error", "i"))["error"] == "StdinClosed"
+    endpoint.receive({"type": "exec", "request_id": "t", "profile": "codex", "cmd": "cat", "tty": True, "login": False, "yield_time_ms": 250})
+    endpoint.receive({"type": "attach", "request_id": "b", "session_id": (await answer(sent, "result", "t"))["session_id"]})
+    assert (await answer(sent, "attached", "b"))["tty"] is True

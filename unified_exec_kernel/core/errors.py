@@ -64,3 +64,16 @@ class CreateSessionError(UnifiedExecError, OSError):
         super().__init__(f"Failed to create session: {reason}")
         self.argv = argv
         self.cause = cause
+
+
+class StdinClosedError(UnifiedExecError, OSError):
+    """A write to a session started on pipes (`tty=False`): its stdin is closed.
+
+    Worded as Codex words it, since a model has learnt what to do next from it.
+    """
+
+    name = "StdinClosed"
+
+    def __init__(self, session_id: int):
+        super().__init__("stdin is closed for this session; rerun exec_command with tty=true to keep stdin open")
+        self.session_id = session_id

@@ -37,6 +37,7 @@ from .models import (
 from .process.guardian import Guardian
 from .process.keeper import Keeper
 from .session import SCROLLBACK_BYTES, Kept, PtySession
+from .pipe_session import PipeSession
 from .completion.shell_integration import integrate, new_nonce
 from .journal.reader import open_journal
 from .journal.store import JournalStore
@@ -67,6 +68,8 @@ class _Plan:
     nonce: str | None
     name: str | None
     cwd: str | None
+    tty: bool
+    buffer_bytes: int
 
 
 @dataclass
@@ -178,6 +181,8 @@ class UnifiedExecSessionManager:
         quiet_ms: int | None = None,
         earlier_output: bool = True,
         first_prompt: bool = False,
+        max_bytes: int | None = None,
+        max_timeout_ms: int | None = None,
     ) -> UnifiedExecResult:
         """Type `text` into a session (nothing: just poll), then collect (Codex's `write_stdin`).
 
@@ -188,12 +193,15 @@ class UnifiedExecSessionManager:
         (then the timeout defaults to `max_timeout_ms`). `earlier_output=False`
         leaves out what arrived before this request (counted in `left_out_bytes`).
         `first_prompt`: the session was just spawned; an integrated shell is
-        waited on until its first prompt.
+        waited on until its first prompt. `max_bytes` (default `output_max_bytes`): what
+        the result keeps of the output; `max_timeout_ms` (default the manager's): the
+        longest wait (a request profile's own limits, codex_profile.py).
         """
         pattern = compile_until(until)
         session = self._get_managed(session_id).session
         command = session.integrated and (bool(text) or first_prompt)
-        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command)
+        limits = (max_bytes, max_timeout_ms)
+        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command, limits)
 
     async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
         """The seed's entry: `input_chunks` is the argv of a new session, or text joined with spaces."""
@@ -210,6 +218,8 @@ class UnifiedExecSessionManager:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
+        tty: bool = True,
+        buffer_bytes: int | None = None,
     ) -> int:
         """Start `argv` in a new session without waiting; its id.
 
@@ -217,9 +227,11 @@ class UnifiedExecSessionManager:
         it with `write(session_id)`. `name` must not be held by a running
         session. `integration` (default: the manager's `shell_integration`)
         starts bash or zsh so that it reports where each command ends.
+        `tty=False` runs it on pipes, stdin closed (pipe_session.py; never integrated).
+        `buffer_bytes`: what the session keeps unread between requests (default `output_max_bytes`).
         A session that may be kept is started with `await launch(...)`.
         """
-        plan = self._plan(argv, name, cwd, env, integration)
+        plan = self._plan(argv, name, cwd, env, integration, tty, buffer_bytes)
         return self._open(plan, None)
 
     async def launch(
@@ -231,6 +243,8 @@ class UnifiedExecSessionManager:
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
         keep: bool | None = None,
+        tty: bool = True,
+        buffer_bytes: int | None = None,
     ) -> int:
         """`spawn`, kept or not: `keep` (default: the manager's `keep_sessions`, where it has a keeper)
         has the keeper start and hold it, so it outlives this process (a kernel restart) until the next
@@ -238,7 +252,9 @@ class UnifiedExecSessionManager:
         keep = (self.keep_sessions and self.keeper is not None) if keep is None else keep
         if keep and self.keeper is None:
             raise CreateSessionError(list(argv), ValueError("kept sessions are off in this kernel (they need a kernel started by Jupyter, with its connection file)"))
-        plan = self._plan(argv, name, cwd, env, integration)
+        if keep and not tty:
+            raise CreateSessionError(list(argv), ValueError("a kept session runs in a terminal (tty=True)"))
+        plan = self._plan(argv, name, cwd, env, integration, tty, buffer_bytes)
         if not keep:
             return self._open(plan, None)
         try:
@@ -250,7 +266,7 @@ class UnifiedExecSessionManager:
         self._check_name(plan.command, name)  # another session may have taken it while the keeper answered
         return self._open(plan, Kept(spawned.pid, spawned.master_fd, spawned.output_fd))
 
-    def _plan(self, argv, name, cwd, env, integration) -> _Plan:
+    def _plan(self, argv, name, cwd, env, integration, tty=True, buffer_bytes=None) -> _Plan:
         """Everything a new session needs, checked before anything starts (its id taken last)."""
         argv = command = list(argv)  # `command`: what the user gave, shown in every face
         if not argv or not argv[0]:
@@ -262,7 +278,7 @@ class UnifiedExecSessionManager:
         self._make_room()
         environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **(env or {})}
         nonce = None
-        if self.shell_integration if integration is None else integration:
+        if tty and (self.shell_integration if integration is None else integration):
             nonce = new_nonce()
             integrated = integrate(argv, environment, nonce)
             if integrated is None:
@@ -270,16 +286,17 @@ class UnifiedExecSessionManager:
             else:
                 argv, environment = integrated
         # The id only once every check passed: a refused request takes none.
-        return _Plan(next(self._next_id), argv, command, environment, nonce, name, cwd)
+        return _Plan(next(self._next_id), argv, command, environment, nonce, name, cwd, tty,
+                     self.output_max_bytes if buffer_bytes is None else buffer_bytes)
 
     def _open(self, plan: _Plan, kept: Kept | None) -> int:
         session_id = plan.session_id
         try:
-            session = PtySession(
+            session = (PtySession if plan.tty else PipeSession)(
                 session_id,
                 plan.argv,
                 plan.environment,
-                buffer_bytes=self.output_max_bytes,
+                buffer_bytes=plan.buffer_bytes,
                 scrollback_bytes=self.scrollback_bytes,
                 backend=self.spawn_backend,
                 cwd=plan.cwd,
@@ -334,13 +351,15 @@ class UnifiedExecSessionManager:
         quiet_ms: int | None,
         earlier_output: bool,
         command: bool,
+        limits: tuple[int | None, int | None] = (None, None),
     ) -> UnifiedExecResult:
         """`command`: an integrated shell is done when its prompt is back (after a typed
         command, or at its first prompt); such a wait defaults to `max_timeout_ms`."""
         managed = self._get_managed(key)
         session = managed.session
         session_id = session.session_id
-        timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_timeout_ms if command else self.default_timeout_ms)
+        max_bytes = self.output_max_bytes if limits[0] is None else limits[0]
+        timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_timeout_ms if command else self.default_timeout_ms, limits[1])
         async with managed.lock:
             if self._sessions.get(session_id) is not managed:
                 # Another request on this session reported its exit while we queued.
@@ -357,7 +376,7 @@ class UnifiedExecSessionManager:
                 collected = await collect(
                     session,
                     WaitFor(timeout_ms / 1000, until, _seconds(quiet_ms), command),
-                    max_bytes=self.output_max_bytes,
+                    max_bytes=max_bytes,
                     text=text,
                     already=unread if earlier_output else b"",
                     # A shell that showed its first prompt before this wait began is done starting.

@@ -138,11 +138,7 @@ class PtySession:
         if kept is None:
             # The nonce goes through a pipe the shell's startup reads and closes (shell_integration.py).
             handoff = None if prompt_nonce is None else f"{prompt_nonce}\n".encode()
-            spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
-            self.pid = spawned.pid
-            self.terminal = Terminal(
-                spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof, on_flow=lambda stopped: _tell(self._flow_listeners, stopped)
-            )
+            self.pid, self.terminal = self._start(env, rows, cols, backend, cwd, handoff)
             watch_exit(self.pid, self._loop, self._on_exit)
         else:
             self.pid = kept.pid
@@ -151,6 +147,16 @@ class PtySession:
             self._restore(kept.state)
             self.terminal = Terminal(kept.master_fd, on_output=self._on_output, on_eof=self._on_eof,
                                      output_fd=kept.output_fd, raw_read=kept.raw_offset)
+
+    tty = True
+    """The program runs in a terminal (a pipes session, pipe_session.py, runs without one)."""
+
+    def _start(self, env: Mapping[str, str], rows: int, cols: int, backend: str, cwd: str | None, handoff: bytes | None) -> tuple[int, Terminal]:
+        """Start the program; its pid and what reads its output (a kind of session starts its own way)."""
+        spawned = spawn_pty(self.argv, env, rows, cols, backend, cwd=cwd, handoff=handoff)
+        return spawned.pid, Terminal(
+            spawned.master_fd, on_output=self._on_output, on_eof=self._on_eof, on_flow=lambda stopped: _tell(self._flow_listeners, stopped)
+        )
 
     # -- state -----------------------------------------------------------------
 

@@ -46,6 +46,7 @@ class DirectEndpoint(Endpoint):
     def __init__(self, manager: UnifiedExecSessionManager, connection: DirectConnection, *, hold_s: float = HOLD_S):
         super().__init__(manager, connection.send_message, types=ENDPOINT_TYPES)
         self._handlers["ack"] = DirectEndpoint._ack
+        self._handlers["agent"] = DirectEndpoint._agent
         self._connection = connection
         self._hold_s = hold_s
 
@@ -100,6 +101,13 @@ class DirectEndpoint(Endpoint):
         """The connection takes more again: every stream sends what waits."""
         for stream in list(self.streams.values()):
             stream.resume()
+
+    def _agent(self, data: dict, rid) -> None:
+        """An agent's client on the socket (the MCP server attached to this kernel, mcp/attached.py)
+        takes the whole protocol: `exec`, `list`, `kill`, `read`, `watch` too. The socket is the
+        user's alone (0600), and a page through the relay may already run code in the kernel."""
+        self.take_every_type()
+        self.send({"type": "ok", "request_id": rid, "session_id": None})
 
     def _ack(self, data: dict, rid) -> None:
         end = messages.optional_int(data, "end")

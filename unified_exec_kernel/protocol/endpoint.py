@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Collection
 
+from ..core import codex_profile
 from ..core.agent_format import format_for_agent
 from ..core.output.batcher import Batcher
 from ..core.errors import UnifiedExecError
@@ -97,6 +98,10 @@ class Endpoint:
         except Exception as error:  # noqa: BLE001 - mapped to one line, the kernel lives on
             self._fail(rid, error, data)
 
+    def take_every_type(self) -> None:
+        """From now on take every message type (a carrier that began with fewer, and whose peer may have all)."""
+        self._handlers = {**_HANDLERS, **self._handlers}
+
     def close(self) -> None:
         for stream in list(self.streams.values()):
             stream.close()
@@ -142,6 +147,9 @@ class Endpoint:
     # -- the requests ----------------------------------------------------------
 
     async def _exec(self, data: dict, rid) -> None:
+        if messages.profile(data) == "codex":
+            await self._exec_codex(data, rid)
+            return
         key = messages.session_key(data, required=False)
         chunks = messages.input_chunks(data)
         waits = {
@@ -167,6 +175,33 @@ class Endpoint:
             text = ""
         else:
             session_id, text = self.manager.session(key).session_id, " ".join(chunks)
+        result = await self._collect_with_events(rid, session_id, self.manager.write(session_id, text, first_prompt=key is None, **waits))
+        self.send(messages.result(rid, result, self._shown(result, output_format)))
+
+    async def _exec_codex(self, data: dict, rid) -> None:
+        """`exec` as Codex's `exec_command` (no session) or `write_stdin` (a session): codex_profile.py.
+
+        The fields are the tool's own (`cmd`, `workdir`, `tty`, `yield_time_ms`, ...);
+        the result is in Codex's text unless `format` is "text".
+        """
+        key = messages.session_key(data, required=False)
+        output_format = data.get("format", "agent")
+        if output_format not in ("text", "agent"):
+            raise BadRequest("format must be 'text' or 'agent'")
+        arguments = messages.codex_arguments(data)
+        if key is None:
+            request = codex_profile.ExecCommand.from_arguments(arguments)
+            session_id = codex_profile.spawn(self.manager, request, name=messages.optional_str(data, "name"))
+            waiting = codex_profile.first_result(self.manager, session_id, request)
+        else:
+            session_id = self.manager.session(key).session_id
+            request = codex_profile.WriteStdin.from_arguments({**arguments, "session_id": session_id})
+            waiting = codex_profile.write_stdin(self.manager, request)
+        result = await self._collect_with_events(rid, session_id, waiting)
+        self.send(messages.result(rid, result, self._shown(result, output_format)))
+
+    async def _collect_with_events(self, rid, session_id: int, waiting):
+        """Await a request on `session_id`, sending its output as `output` events meanwhile."""
         session = self.manager.session(session_id)
         events = Batcher(
             lambda batch: self.send(messages.output(rid, batch)),
@@ -178,11 +213,10 @@ class Endpoint:
         )
         unsubscribe = session.subscribe(events.push)
         try:
-            result = await self.manager.write(session_id, text, first_prompt=key is None, **waits)
+            return await waiting
         finally:
             unsubscribe()
             events.flush()
-        self.send(messages.result(rid, result, self._shown(result, output_format)))
 
     async def _watch(self, data: dict, rid) -> None:
         if rid is None:

@@ -133,6 +133,23 @@ def output_format(data: dict) -> str:
     return value
 
 
+def profile(data: dict) -> str | None:
+    """A request's profile: None (the engine's own defaults) or "codex" (core/codex_profile.py)."""
+    value = data.get("profile")
+    if value not in (None, "codex"):
+        raise BadRequest("profile must be 'codex' or null")
+    return value
+
+
+CODEX_ENVELOPE = ("type", "request_id", "profile", "format", "session_id", "name")
+"""The fields of a codex-profile `exec` that are the message's, not the tool call's arguments."""
+
+
+def codex_arguments(data: dict) -> dict:
+    """A codex-profile `exec`'s tool-call arguments (codex_profile.py checks them)."""
+    return {name: value for name, value in data.items() if name not in CODEX_ENVELOPE}
+
+
 def read_request(data: dict) -> tuple[int | None, int | None, int | None, int]:
     """A `read`'s `start`, `end` (output offsets), `command` (1-based, negative from the last) and `max_bytes`."""
     start, end = optional_int(data, "start"), optional_int(data, "end")
@@ -242,6 +259,7 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "paused": session.paused,
         "alive": session.alive,
         "exit_code": session.exit_code,
+        "tty": session.tty,  # false: a pipes session (codex profile); its view only watches (input is refused)
         "rows": rows,
         "cols": cols,
         "kept": session.kept,

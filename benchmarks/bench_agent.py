@@ -1,0 +1,171 @@
+"""Agent-face benchmarks (issue 27): an MCP call against the paths under it, measured in the same run.
+
+    python benchmarks/bench_agent.py              # all cases
+    python benchmarks/bench_agent.py standalone   # some: standalone attached stdin
+
+- `standalone`: `exec_command` of `echo hi` (bash -c, no login) through the MCP
+  server's own engine, from the official SDK's client over stdio, against a
+  bare `subprocess.run` of the same `bash -c 'echo hi'`. Goal: <= 1.5x.
+- `attached`: the same call through an MCP server attached to a uexec kernel
+  (over its direct socket, the default, and over its comm), against the same
+  `exec` (`"profile": "codex"`) sent straight to the kernel's comm from
+  jupyter_client. Goal: <= 1.2x.
+- `stdin`: a `write_stdin` round trip into a running `python3 -i` (tty), with
+  the smallest yield (250 ms: Codex waits the whole yield for a write with text,
+  so the floor is the yield, and the figure says what the round trip adds).
+
+Medians of N calls after warm-up; each figure beside its baseline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+N = 30
+ECHO = {"cmd": "echo hi", "login": False, "shell": "/bin/bash"}
+
+
+def median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 2)
+
+
+def bare_subprocess() -> float:
+    samples = []
+    for _ in range(N + 3):
+        started = time.perf_counter()
+        subprocess.run(["/bin/bash", "-c", "echo hi"], capture_output=True, check=True)
+        samples.append(time.perf_counter() - started)
+    return median_ms(samples[3:])
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(*options: str):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "unified_exec_kernel", "mcp", *options])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+async def timed_calls(session, tool: str, arguments: dict, n: int = N) -> float:
+    samples = []
+    for _ in range(n + 3):
+        started = time.perf_counter()
+        result = await session.call_tool(tool, arguments)
+        samples.append(time.perf_counter() - started)
+        assert not result.is_error, result.content[0].text
+    return median_ms(samples[3:])
+
+
+async def engine_exec() -> float:
+    """The same exec_command in this process, on the engine alone (no MCP, no JSON)."""
+    from unified_exec_kernel.core import codex_profile as codex
+    from unified_exec_kernel.core.manager import UnifiedExecSessionManager
+
+    manager = UnifiedExecSessionManager(max_sessions=codex.MAX_PROCESSES)
+    request = codex.ExecCommand.from_arguments(ECHO)
+    samples = []
+    try:
+        for _ in range(N + 3):
+            started = time.perf_counter()
+            await codex.exec_command(manager, request)
+            samples.append(time.perf_counter() - started)
+    finally:
+        await manager.close_all()
+    return median_ms(samples[3:])
+
+
+async def standalone() -> dict:
+    bare = bare_subprocess()
+    engine = await engine_exec()
+    async with mcp_client() as session:
+        mcp = await timed_calls(session, "exec_command", ECHO)
+        # The SDK's own floor: a call that starts nothing (an empty session list).
+        noop = await timed_calls(session, "list_sessions", {})
+    return {
+        "case": "standalone", "mcp_exec_ms": mcp, "bare_subprocess_ms": bare, "ratio": round(mcp / bare, 2), "goal": "<= 1.5",
+        "engine_exec_ms": engine, "engine_ratio": round(engine / bare, 2), "mcp_noop_call_ms": noop,
+    }
+
+
+async def attached() -> dict:
+    from jupyter_client import KernelManager
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    folder = tempfile.mkdtemp(prefix="uexec-bench-")
+    connection_file = os.path.join(folder, "kernel-bench.json")
+    kernel = KernelManager(kernel_name="uexec", connection_file=connection_file)
+    kernel.start_kernel()
+    try:
+        client = AsyncKernelClient(connection_file=connection_file)
+        client.load_connection_file()
+        client.start_channels(hb=False)  # a heartbeat late under load is no dead kernel: kernel_info answers tell
+        await client.wait_for_ready(timeout=60)
+        comm_id = uuid.uuid4().hex
+        client.shell_channel.send(client.session.msg("comm_open", {"comm_id": comm_id, "target_name": "unified_exec", "data": {}}))
+
+        async def comm_exec(rid: str) -> None:
+            message = {"type": "exec", "profile": "codex", "session_id": None, "request_id": rid, **ECHO}
+            client.shell_channel.send(client.session.msg("comm_msg", {"comm_id": comm_id, "data": message}))
+            while True:
+                msg = await client.get_iopub_msg(timeout=30)
+                data = msg["content"].get("data") or {}
+                if msg["msg_type"] == "comm_msg" and data.get("request_id") == rid and data.get("type") in ("result", "error"):
+                    assert data["type"] == "result", data
+                    return
+
+        samples = []
+        for index in range(N + 3):
+            started = time.perf_counter()
+            await comm_exec(f"bench-{index}")
+            samples.append(time.perf_counter() - started)
+        comm = median_ms(samples[3:])
+        client.stop_channels()
+        async with mcp_client("--connection-file", connection_file, "--carrier", "direct") as session:
+            direct = await timed_calls(session, "exec_command", ECHO)
+        async with mcp_client("--connection-file", connection_file, "--carrier", "comm") as session:
+            over_comm = await timed_calls(session, "exec_command", ECHO)
+    finally:
+        kernel.shutdown_kernel(now=True)
+    return {
+        "case": "attached", "mcp_direct_exec_ms": direct, "mcp_comm_exec_ms": over_comm, "comm_exec_ms": comm,
+        "ratio": round(direct / comm, 2), "ratio_over_comm": round(over_comm / comm, 2), "goal": "<= 1.2",
+    }
+
+
+async def stdin() -> dict:
+    async with mcp_client() as session:
+        started = await session.call_tool("exec_command", {"cmd": "python3 -i -q", "tty": True, "login": False, "yield_time_ms": 1000})
+        text = started.content[0].text
+        session_id = int(text.split("Process running with session ID ")[1].split()[0])
+        round_trip = await timed_calls(session, "write_stdin", {"session_id": session_id, "chars": "1+1\n", "yield_time_ms": 250}, n=10)
+    return {"case": "stdin", "write_stdin_ms": round_trip, "yield_floor_ms": 250, "added_ms": round(round_trip - 250, 2)}
+
+
+CASES = {"standalone": standalone, "attached": attached, "stdin": stdin}
+
+
+def main(names: list[str]) -> None:
+    for name in names or list(CASES):
+        print(asyncio.run(CASES[name]()), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

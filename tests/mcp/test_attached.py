@@ -1,0 +1,78 @@
+"""The MCP server attached to a real uexec kernel (jupyter_client): the agent's sessions are the notebook's, and the other way round."""
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ..core.test_agent_format import parse
+from ..kernel_harness import Kernel
+from .client import connected
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    folder = Path(tempfile.mkdtemp(prefix="uexec-test-"))
+    os.chmod(folder, 0o700)
+    connection_file = str(folder / "kernel-mcp.json")
+    running = Kernel("uexec", connection_file=connection_file)
+    running.connection_file = connection_file
+    running.run("%uexec -t 100 true")  # the engine runs, so its direct socket listens
+    yield running
+    running.shutdown()
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_a_session_the_agent_starts_is_listed_in_the_notebook_and_takes_input_from_a_cell(kernel, carrier):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        started = parse(await agent.text("exec_command", cmd="cat", tty=True, login=False, yield_time_ms=500))
+        session_id = int(started["session"])
+        listed = kernel.run("%uexec_sessions")
+        assert str(session_id) in listed and "cat" in listed
+        shown = kernel.run(f"%uexec -s {session_id} -t 1000 typed-in-a-cell")
+        assert shown.count("typed-in-a-cell") == 2  # the terminal's echo, then cat's: the cell collected them
+        assert (await agent.text("read_output", session_id=session_id, tail=2)).count("typed-in-a-cell") == 2
+        assert [entry["session_id"] for entry in await agent.sessions()] == [session_id]
+        await agent.text("write_stdin", session_id=session_id, chars="\u0004", yield_time_ms=2000)  # EOF: cat ends
+        told = await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == session_id)
+        assert told["exit_code"] == 0
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_a_session_started_in_a_cell_is_driven_through_mcp(kernel, carrier):
+    kernel.run("%uexec --name person --no-integration -t 500 bash --norc -i")
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        (entry,) = [entry for entry in await agent.sessions() if entry["name"] == "person"]
+        answer = parse(await agent.text("write_stdin", session_id=entry["session_id"], chars="echo $((6*7))\n", yield_time_ms=1000))
+        assert "42" in answer["output"] and answer["session"] == str(entry["session_id"])
+        assert "42" in await agent.text("read_output", session_id="person", tail=5)
+        assert await agent.text("kill_session", session_id="person") == f"session {entry['session_id']}: closed"
+    assert "person" not in kernel.run("%uexec_sessions")
+
+
+async def test_bad_input_against_the_kernel_is_one_line(kernel):
+    async with connected("--connection-file", kernel.connection_file) as agent:
+        text, error = await agent.call("write_stdin", session_id=4242, chars="x")
+        assert error and text.startswith("write_stdin failed: no session with id 4242") and "\n" not in text
+        text, error = await agent.call("exec_command", cmd="true", yield_time_ms=-1)
+        assert error and text == "exec_command failed: yield_time_ms must be a non-negative integer, not -1"
+
+
+async def test_a_kernel_is_found_by_its_id_in_the_runtime_directory(kernel):
+    runtime = os.path.dirname(kernel.connection_file)
+    async with connected("--kernel", "mcp", env={**os.environ, "JUPYTER_RUNTIME_DIR": runtime}) as agent:
+        shown = parse(await agent.text("exec_command", cmd="echo found", login=False))
+    assert shown["output"] == "found\n" and shown["exit"] == "0"
+
+
+async def test_over_the_direct_socket_a_call_does_not_wait_for_a_running_cell(kernel):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", "direct") as agent:
+        busy = kernel.start_execute("import time; time.sleep(4); print('cell done')")
+        try:
+            started = asyncio.get_running_loop().time()
+            shown = parse(await agent.text("exec_command", cmd="echo while-busy", login=False))
+            assert shown["output"] == "while-busy\n" and asyncio.get_running_loop().time() - started < 3
+        finally:
+            assert "cell done" in kernel.finish_execute(busy).text

@@ -1,0 +1,82 @@
+"""The MCP server: tools listed, calls dispatched to an engine, every failure one line.
+
+Speaks MCP over stdio with the official SDK's low-level server, so the
+tool schemas are exactly ours (Codex's names, defaults and descriptions,
+tools.py). An engine (standalone.py, or attached.py for a kernel's
+sessions) does the work; here a call becomes a text result, and anything
+it raises becomes one line in an error result: a model's bad input never
+ends the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import warnings
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from ..core import codex_profile as codex
+from .notify import Notifier
+from .tools import TOOLS
+
+log = logging.getLogger(__name__)
+
+NAME = "unified-exec"
+
+
+class Service:
+    """One client's server: the engine, the notifier, and the session notifications go to."""
+
+    def __init__(self, make_engine):
+        self._session = None  # the client's, learnt from its first request
+        self.notifier = Notifier(self._notify)
+        self.engine = make_engine(self.notifier)
+
+    async def _notify(self, data: dict) -> None:
+        if self._session is None:
+            return  # nobody asked for anything yet: nobody started a session
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # logging is deprecated for the newest protocol era; our clients speak the handshake era
+            await self._session.send_log_message("info", data, logger="uexec")
+
+    async def list_tools(self, ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[types.Tool(name=name, description=spec["description"], input_schema=spec["inputSchema"]) for name, spec in TOOLS.items()]
+        )
+
+    async def call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        self._session = ctx.session
+        name = params.name
+        arguments = params.arguments or {}
+        method = getattr(self.engine, name, None) if name in TOOLS else None
+        if method is None:
+            return _error(f"unknown tool {name!r}; expected one of {', '.join(TOOLS)}")
+        try:
+            answer = await method(dict(arguments))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one line to the model, the server lives on
+            if not isinstance(error, (ValueError, TypeError, LookupError, OSError, OverflowError)):
+                log.exception("uexec mcp: %s failed", name)
+            return _error(codex.failure(name, error))
+        text = answer if isinstance(answer, str) else json.dumps(answer, indent=1)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+async def serve(make_engine) -> None:
+    """Serve one client over stdin and stdout until it goes away; then end every session."""
+    service = Service(make_engine)
+    server = Server(NAME, on_list_tools=service.list_tools, on_call_tool=service.call_tool)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await service.engine.close()

@@ -43,9 +43,10 @@ export class SessionStream {
   /**
    * Attach again, keeping what is shown: the carrier reconnected (or fell
    * back). The replay's bytes up to `end` are dropped, the rest shown. A
-   * stream that never got its `attached` just begins again.
+   * stream that never got its `attached` just begins again. `notice`, if
+   * any, is written as a line of its own where the view goes on.
    */
-  resume(requestId: RequestId): void {
+  resume(requestId: RequestId, notice = ''): void {
     if (!this._shown) {
       this.begin(requestId);
       return;
@@ -53,6 +54,7 @@ export class SessionStream {
     this._state = 'attaching';
     this._requestId = requestId;
     this._resuming = true;
+    this._resumeNotice = notice;
   }
 
   /** Where the next accepted `data` event must start (UTF-8 bytes). */
@@ -98,7 +100,8 @@ export class SessionStream {
       // What the kernel dropped while the view was away is a hole too.
       const lost = offset - this._end;
       this._end = Math.max(this._end, offset);
-      return { kind: 'resumed', text: lost > 0 ? this._notice(skipNotice(lost)) : '', alive };
+      const said = this._resumeNotice ? this._notice(this._resumeNotice) : '';
+      return { kind: 'resumed', text: said + (lost > 0 ? this._notice(skipNotice(lost)) : ''), alive };
     }
     this._shown = true;
     this._end = offset;
@@ -186,6 +189,7 @@ export class SessionStream {
   private _exited = false;
   private _atLineStart = true;
   private _resuming = false;
+  private _resumeNotice = '';
   /** An `attached` of this attachment's `begin` arrived: there is something to keep. */
   private _shown = false;
 }

@@ -100,6 +100,14 @@ function pageDirectUrl(kernelId: string | undefined): string | null {
 
 const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code', 'change:closed'];
 
+/** How to open a kept session again where its view cannot go on after a restart. */
+function reopenHint(sessionId: number): string {
+  return (
+    'kept sessions outlive a restart: open this one again with ' +
+    `%%uexec --live -s ${sessionId} or from the Sessions panel`
+  );
+}
+
 /**
  * A view's parts, kept so that a later view of the same session can adopt
  * them: JupyterLab renders an output again on every display update (the
@@ -153,19 +161,51 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   const url = pageDirectUrl(model.get('kernel_id'));
   const carrier = new DirectFirstCarrier(
     url ? new DirectCarrier({ url, sessionId }) : null,
-    new WidgetCarrier(model)
+    new WidgetCarrier(model),
+    { kept: { reopen: reopenHint } }
   );
+  // After a kernel restart the traits are the old kernel's, frozen: a kept
+  // session's view then says what its own `attached` and `exited` say.
+  const heard = { alive: model.get('alive'), exitCode: model.get('exit_code'), closed: false };
+  let waiting = false;
   const update = (): void => {
     title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
     title.title = title.textContent;
-    state.textContent = viewState(
-      model.get('alive'),
-      model.get('exit_code'),
-      !carrier.isClosed,
-      model.get('closed') === true
-    );
+    const own = !carrier.outlivedFallback;
+    state.textContent = waiting
+      ? 'reconnecting'
+      : viewState(
+          own ? model.get('alive') : heard.alive,
+          own ? model.get('exit_code') : heard.exitCode,
+          !carrier.isClosed,
+          own ? model.get('closed') === true : heard.closed
+        );
   };
-  const stopListening = carrier.listen({ received: () => undefined, closed: update });
+  const stopListening = carrier.listen({
+    received: msg => {
+      if (msg.type === 'attached') {
+        heard.alive = msg.alive;
+        heard.exitCode = msg.exit_code;
+      } else if (msg.type === 'exited') {
+        Object.assign(heard, { alive: false, exitCode: msg.exit_code, closed: msg.closed === true });
+      } else {
+        return;
+      }
+      update();
+    },
+    closed: () => {
+      waiting = false;
+      update();
+    },
+    interrupted: () => {
+      waiting = true;
+      update();
+    },
+    restarted: () => {
+      waiting = false;
+      update();
+    }
+  });
   // One event per call: not every host's model takes a space-separated list.
   for (const name of TRAIT_EVENTS) {
     model.on(name, update);

@@ -233,6 +233,19 @@ describe('SessionStream', () => {
     assert.deepEqual(stream.handle(data(2000, 'x', 'me-2')), { kind: 'write', text: 'x' });
   });
 
+  test("a resume's notice is one dim line where the view goes on, then the skip notice if any", () => {
+    const { stream } = run(attached(), data(0, '$ '));
+    stream.resume('me-2', 'kernel restarted');
+    const resumed = stream.handle(attached(0, 'me-2'));
+    assert.deepEqual(resumed, { kind: 'resumed', text: '\r\n\x1b[2mkernel restarted\x1b[22m\r\n', alive: true });
+    stream.resume('me-3', 'again');
+    const skipped = stream.handle(attached(1002, 'me-3'));
+    assert.equal((skipped as { text: string }).text, '\x1b[2magain\x1b[22m\r\n\x1b[2m[… 1.0 kB skipped …]\x1b[22m\r\n');
+    // A resume without one says nothing.
+    stream.resume('me-4');
+    assert.deepEqual(stream.handle(attached(1002, 'me-4')), { kind: 'resumed', text: '', alive: true });
+  });
+
   test('a resume shows the exit once, and a forgotten exited session needs no words', () => {
     const exited: KernelMessage = { type: 'exited', session_id: 0, exit_code: 0 };
     const { stream, actions } = run(attached(), data(0, 'bye\r\n'), exited);

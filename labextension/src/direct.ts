@@ -44,6 +44,9 @@ export function reconnectDelay(attempt: number, kept: boolean, waited: number): 
   return RECONNECT_DELAYS_MS[Math.min(attempt, RECONNECT_DELAYS_MS.length - 1)];
 }
 
+/** The relay's close code when the kernel closed its socket: it shut down or restarted (server/relay.py). */
+export const CLOSE_KERNEL_GONE = 1001;
+
 /** The line a kept session's view shows where it goes on after a kernel restart. */
 export const KEPT_NOTICE = '── kernel restarted; this session was kept ──';
 
@@ -179,6 +182,15 @@ export class DirectCarrier extends CarrierBase {
     return this._state === 'open';
   }
 
+  /**
+   * The connection that just said `hello` follows one the kernel closed
+   * (close code 1001: it shut down or restarted), not a network drop: a
+   * kept session is on the next kernel now.
+   */
+  get afterKernelWent(): boolean {
+    return this._afterKernelWent;
+  }
+
   /** Reconnecting failed (or the first attempt did): nothing more comes. */
   get isClosed(): boolean {
     return this._state === 'closed';
@@ -227,7 +239,7 @@ export class DirectCarrier extends CarrierBase {
     this._acked = 0;
     socket.binaryType = 'arraybuffer';
     socket.onmessage = event => this._onMessage(event.data);
-    socket.onclose = () => this._onDrop(socket);
+    socket.onclose = event => this._onDrop(socket, event.code);
     socket.onerror = () => undefined; // a close follows
     this._helloTimer = setTimeout(() => this._onDrop(socket), HELLO_TIMEOUT_MS);
   }
@@ -261,6 +273,8 @@ export class DirectCarrier extends CarrierBase {
       this._state = 'open';
       this._attempt = 0;
       this._waited = 0;
+      this._afterKernelWent = this._kernelWent;
+      this._kernelWent = false;
     } else if (msg.type === 'attached' && msg.session_id === this._sessionId) {
       this._kept = msg.kept === true;
     }
@@ -269,10 +283,13 @@ export class DirectCarrier extends CarrierBase {
     }
   }
 
-  /** The socket closed, failed, or never said `hello`. */
-  private _onDrop(socket: SocketLike): void {
+  /** The socket closed (with `code`), failed, or never said `hello`. */
+  private _onDrop(socket: SocketLike, code?: number): void {
     if (socket !== this._socket) {
       return;
+    }
+    if (this._state === 'open' && code === CLOSE_KERNEL_GONE) {
+      this._kernelWent = true;
     }
     this._forget(socket);
     this._attemptFailed();
@@ -326,6 +343,9 @@ export class DirectCarrier extends CarrierBase {
   private _waited = 0;
   /** The session outlives a kernel restart: reconnect long enough to reach the next kernel. */
   private _kept = false;
+  /** The kernel closed the last open connection; `afterKernelWent` at the next `hello`. */
+  private _kernelWent = false;
+  private _afterKernelWent = false;
   private _acked = 0;
   private _helloTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private _retryTimer: ReturnType<typeof setTimeout> | undefined = undefined;
@@ -442,10 +462,10 @@ export class DirectFirstCarrier extends CarrierBase {
     } else if (this._choice === 'direct') {
       // Reconnected: a new connection has no attachment until the view asks.
       this._flush(true);
-      // The first connection after the fallback went reaches the kernel that took the session back.
-      const notice = this._fallbackLost && !this._announced ? KEPT_NOTICE : undefined;
-      this._announced ||= notice !== undefined;
-      this.restart(notice);
+      // The kernel closed the channel (no network drop) and one with its id answers:
+      // it restarted, and took the kept session back.
+      const restarted = this._reopen !== null && this._kept && this._direct?.afterKernelWent;
+      this.restart(restarted ? KEPT_NOTICE : undefined);
     }
   }
 
@@ -465,7 +485,10 @@ export class DirectFirstCarrier extends CarrierBase {
     if (kept && this._choice === 'direct' && this._direct && !this._direct.isClosed) {
       this._fallbackLost = true;
       this._stopFallback();
-      this.interrupt(`${reason}; reconnecting`);
+      if (!(this._direct.isOpen && this._direct.afterKernelWent)) {
+        // Not on the next kernel yet (a quick one may be there before the widget's comm is seen to die).
+        this.interrupt(`${reason}; reconnecting`);
+      }
       return;
     }
     this._close(kept ? `${reason}; ${this._reopenHint()}` : reason);
@@ -519,7 +542,6 @@ export class DirectFirstCarrier extends CarrierBase {
   private _kept = false;
   private _sessionId: number | null = null;
   private _fallbackLost = false;
-  private _announced = false;
   private _stopDirect: () => void = () => undefined;
   private _choice: Choice = 'deciding';
   private _queue: FrontEndMessage[] = [];

@@ -454,7 +454,27 @@ describe('a kept session across a kernel restart', () => {
     made[made.length - 1].hello();
     replay(made[made.length - 1], utf8.encode('$ echo\r\n'), 64, true, true);
     assert.equal(view.text().split(KEPT_NOTICE).length, 2);
+    // Another Restart Kernel: the kernel closes the channel (1001) again, and the view says so again.
+    made[made.length - 1].drop(1001);
+    t.mock.timers.tick(RECONNECT_DELAYS_MS[0]);
+    made[made.length - 1].hello();
+    replay(made[made.length - 1], utf8.encode('$ echo\r\n$ '), 64, true, true);
+    assert.equal(view.text().split(KEPT_NOTICE).length, 3);
     assert.equal(view.closedWith, null);
+  });
+
+  test('a next kernel quicker than the news of the old one\'s comm: one line, and the view goes on', t => {
+    const { made, fallback, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    made[0].drop(1001);
+    t.mock.timers.tick(RECONNECT_DELAYS_MS[0]);
+    made[1].hello();
+    replay(made[1], utf8.encode('$ '), 64, true, true);
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.interruptedWith, null, 'already on the next kernel');
+    assert.equal(view.closedWith, null);
+    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\n`);
   });
 
   test('a next kernel that never answers ends the view after 30 s, saying how to open the session again', t => {

@@ -70,6 +70,10 @@ def test_a_live_view_of_a_kept_session_goes_on_across_restart_kernel(lab, page):
     row = panel.locator('.uexec-session-row[data-session-id="0"]')
     wait_until(lambda: row.count() == 1 and row.locator(".uexec-session-kept").inner_text() == "kept", 15, "the panel's kept row")
     kid = kernel_id(lab)
+    state = cells.nth(1).locator(".uexec-widget-state")
+    # Every word the header says from now on, however briefly.
+    state.evaluate("node => { window.__uexecStates = []; new MutationObserver(() => window.__uexecStates.push(node.textContent))"
+                   ".observe(node, { childList: true, characterData: true, subtree: true }); }")
 
     restart_kernel(page)
     # The old kernel's channel closes; the view waits on it for the next kernel, which takes the session back.
@@ -79,8 +83,9 @@ def test_a_live_view_of_a_kept_session_goes_on_across_restart_kernel(lab, page):
     assert lines.index("before-2") < lines.index(KEPT_LINE), lines
     assert not any(line.startswith("[") for line in lines), f"a closing or skip notice: {lines}"
     wait_until(lambda: relay_opens(lab, kid) >= 2, 10, "the relay to open a channel to the new kernel")
-    state = cells.nth(1).locator(".uexec-widget-state")
     wait_until(lambda: state.inner_text() == "running", 10, "the header to say running again")
+    said = page.evaluate("() => window.__uexecStates")
+    assert "reconnecting" in said and "disconnected" not in said, said
     screenshot_artifact(cells.nth(1), "kept-live-view-after-restart.png")
 
     # Keys typed now go to the same shell, over the new kernel's channel.

@@ -351,8 +351,12 @@ export class DirectCarrier extends CarrierBase {
   private _retryTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 }
 
-/** A carrier that can be let go of (the widget's, the comm's). */
-export type FallbackCarrier = Carrier & { dispose?(): void };
+/**
+ * A carrier that can be let go of (the widget's, the comm's).
+ * `closedByOwner`: it closed because its owner closed it (the widget's
+ * `close()` in Python), not because its kernel went.
+ */
+export type FallbackCarrier = Carrier & { dispose?(): void; readonly closedByOwner?: boolean };
 
 /** How sure the choice is: waiting for the direct channel, or made. */
 type Choice = 'deciding' | 'direct' | 'fallback';
@@ -481,7 +485,7 @@ export class DirectFirstCarrier extends CarrierBase {
     if (this.isClosed) {
       return;
     }
-    const kept = this._reopen !== null && this._kept;
+    const kept = this._reopen !== null && this._kept && this._fallback.closedByOwner !== true;
     if (kept && this._choice === 'direct' && this._direct && !this._direct.isClosed) {
       this._fallbackLost = true;
       this._stopFallback();

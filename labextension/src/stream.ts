@@ -38,6 +38,7 @@ export class SessionStream {
     this._atLineStart = true;
     this._resuming = false;
     this._shown = false;
+    this._line = '';
   }
 
   /**
@@ -100,7 +101,18 @@ export class SessionStream {
       // What the kernel dropped while the view was away is a hole too.
       const lost = offset - this._end;
       this._end = Math.max(this._end, offset);
-      const said = this._resumeNotice ? this._notice(this._resumeNotice) : '';
+      // Under the notice, the line it cut (a shell's prompt) again, where the program's cursor is.
+      const line = this._line;
+      let said = '';
+      if (this._resumeNotice) {
+        said = this._notice(this._resumeNotice);
+        const again = lost > 0 ? '' : redrawable(line);
+        if (again) {
+          said += again;
+          this._line = again;
+          this._atLineStart = false;
+        }
+      }
       return { kind: 'resumed', text: said + (lost > 0 ? this._notice(skipNotice(lost)) : ''), alive };
     }
     this._shown = true;
@@ -138,6 +150,7 @@ export class SessionStream {
     const fresh = this._end > offset ? dropBytes(data, this._end - offset) : data;
     const notice = hidden > 0 ? this._notice(skipNotice(hidden)) : '';
     this._end = end;
+    this._keepLine(fresh);
     if (typeof fresh === 'string') {
       if (fresh.length > 0) {
         this._atLineStart = fresh.endsWith('\n');
@@ -179,7 +192,33 @@ export class SessionStream {
   private _notice(line: string): string {
     const text = `${this._atLineStart ? '' : '\r\n'}\x1b[2m${line}\x1b[22m\r\n`;
     this._atLineStart = true;
+    this._line = '';
     return text;
+  }
+
+  /** Keep the output since the last line feed while it is short (null once it is not). */
+  private _keepLine(fresh: string | Uint8Array): void {
+    let tail: string;
+    if (typeof fresh === 'string') {
+      const at = fresh.lastIndexOf('\n');
+      if (at >= 0) {
+        this._line = '';
+      }
+      tail = fresh.slice(at + 1);
+    } else {
+      const at = fresh.lastIndexOf(0x0a);
+      if (at >= 0) {
+        this._line = '';
+      }
+      if (fresh.length - at - 1 > LINE_MAX) {
+        this._line = null;
+        return;
+      }
+      tail = text.decode(fresh.subarray(at + 1));
+    }
+    if (this._line !== null) {
+      this._line = this._line.length + tail.length > LINE_MAX ? null : this._line + tail;
+    }
   }
 
   private _state: State = 'idle';
@@ -190,12 +229,29 @@ export class SessionStream {
   private _atLineStart = true;
   private _resuming = false;
   private _resumeNotice = '';
+  /** The output since the last line feed, or null: too long to keep. */
+  private _line: string | null = '';
   /** An `attached` of this attachment's `begin` arrived: there is something to keep. */
   private _shown = false;
 }
 
 const utf8 = new TextEncoder();
 const text = new TextDecoder();
+
+/** The longest last line a resume's notice draws again (a prompt, not a progress bar). */
+const LINE_MAX = 256;
+
+/**
+ * `line` if drawing it again from column 0 gives what it showed: printable
+ * text and colours (SGR) only, no cursor movement; else ''.
+ */
+function redrawable(line: string | null): string {
+  if (!line) {
+    return '';
+  }
+  const bare = line.replace(/\x1b\[[0-9;]*m/g, '');
+  return /^[^\x00-\x1f\x7f\ufffd]*$/.test(bare) ? line : '';
+}
 
 /** `data` without its first `count` UTF-8 bytes. */
 function dropBytes(data: string | Uint8Array, count: number): string | Uint8Array {

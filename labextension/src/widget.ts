@@ -47,7 +47,12 @@ class WidgetCarrier extends CarrierBase {
     // A kernel restart only marks the comm dead (ipywidgets' managers set
     // `comm_live` to false and never back); `close()` in Python closes it.
     _model.on('comm_live_update', this._onGone);
-    _model.on('comm:close', this._onGone);
+    _model.on('comm:close', this._onClosed);
+  }
+
+  /** `close()` in Python closed the widget: its views end, kept session or not. */
+  get closedByOwner(): boolean {
+    return this._closedByOwner;
   }
 
   // `session_id` is left out: on this carrier it is the widget's.
@@ -60,7 +65,7 @@ class WidgetCarrier extends CarrierBase {
   dispose(): void {
     this._model.off('msg:custom', this._onCustom);
     this._model.off('comm_live_update', this._onGone);
-    this._model.off('comm:close', this._onGone);
+    this._model.off('comm:close', this._onClosed);
   }
 
   private readonly _onCustom = (content: unknown): void => {
@@ -73,6 +78,13 @@ class WidgetCarrier extends CarrierBase {
   private readonly _onGone = (): void => {
     this.close('disconnected from the kernel');
   };
+
+  private readonly _onClosed = (): void => {
+    this._closedByOwner = !this.isClosed;
+    this._onGone();
+  };
+
+  private _closedByOwner = false;
 }
 
 /**

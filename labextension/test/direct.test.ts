@@ -95,6 +95,7 @@ const decoder = new TextDecoder();
 class FakeFallback extends CarrierBase {
   sent: FrontEndMessage[] = [];
   disposed = false;
+  closedByOwner = false;
   send(msg: FrontEndMessage): void {
     this.sent.push(msg);
   }
@@ -444,7 +445,8 @@ describe('a kept session across a kernel restart', () => {
     assert.ok(attach, 'attached again by session id');
     next.text({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 0, alive: true, exit_code: null, rows: 24, cols: 80, kept: true });
     next.binary(outputFrame(SID, 0, utf8.encode('$ e')));
-    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\ne`);
+    // The prompt the line cut is drawn again under it, where the shell's cursor is.
+    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\n$ e`);
     carrier.send({ type: 'input', data: 'cho\r' });
     assert.deepEqual(next.sent.at(-1), encodeInput(SID, 'cho\r'));
     assert.equal(fallback.sent.length, 0);
@@ -474,7 +476,7 @@ describe('a kept session across a kernel restart', () => {
     fallback.end('disconnected from the kernel');
     assert.equal(view.interruptedWith, null, 'already on the next kernel');
     assert.equal(view.closedWith, null);
-    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\n`);
+    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\n$ `);
   });
 
   test('a next kernel that never answers ends the view after 30 s, saying how to open the session again', t => {
@@ -521,6 +523,16 @@ describe('a kept session across a kernel restart', () => {
     assert.ok(carrier.isClosed && made[0].closed);
     t.mock.timers.tick(10_000);
     assert.equal(made.length, 1);
+  });
+
+  test('a widget closed by its owner (close() in Python) ends the view, kept or not', t => {
+    const { made, fallback, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    fallback.closedByOwner = true;
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.closedWith, 'disconnected from the kernel');
+    assert.ok(made[0].closed);
   });
 
   test('without the option (a terminal tab, which opens a new comm itself) a kept view closes too', t => {

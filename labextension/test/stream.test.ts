@@ -237,13 +237,31 @@ describe('SessionStream', () => {
     const { stream } = run(attached(), data(0, '$ '));
     stream.resume('me-2', 'kernel restarted');
     const resumed = stream.handle(attached(0, 'me-2'));
-    assert.deepEqual(resumed, { kind: 'resumed', text: '\r\n\x1b[2mkernel restarted\x1b[22m\r\n', alive: true });
+    // The line it cut (the prompt) is drawn again under it, where the program's cursor is.
+    assert.deepEqual(resumed, { kind: 'resumed', text: '\r\n\x1b[2mkernel restarted\x1b[22m\r\n$ ', alive: true });
     stream.resume('me-3', 'again');
     const skipped = stream.handle(attached(1002, 'me-3'));
-    assert.equal((skipped as { text: string }).text, '\x1b[2magain\x1b[22m\r\n\x1b[2m[… 1.0 kB skipped …]\x1b[22m\r\n');
+    // Output was lost: what the line held is not known, so it is not drawn.
+    assert.equal((skipped as { text: string }).text, '\r\n\x1b[2magain\x1b[22m\r\n\x1b[2m[… 1.0 kB skipped …]\x1b[22m\r\n');
     // A resume without one says nothing.
     stream.resume('me-4');
     assert.deepEqual(stream.handle(attached(1002, 'me-4')), { kind: 'resumed', text: '', alive: true });
+  });
+
+  test("only a short line of text and colours is drawn again under a resume's notice", () => {
+    const cases: [string, string][] = [
+      ['out\r\n\x1b[1;32muser$\x1b[0m ', '\x1b[1;32muser$\x1b[0m '], // a coloured prompt
+      ['out\r\n', ''], // at a line's start: nothing to draw
+      ['\x1b[2J\x1b[1;1Htop', ''], // cursor movement: drawn again, it would go elsewhere
+      ['50%\r60%', ''], // a carriage return
+      ['x'.repeat(300), ''] // not a prompt
+    ];
+    for (const [shown, again] of cases) {
+      const { stream } = run(attached(), data(0, shown));
+      stream.resume('me-2', 'n');
+      const resumed = stream.handle(attached(0, 'me-2')) as { text: string };
+      assert.ok(resumed.text.endsWith(`\x1b[2mn\x1b[22m\r\n${again}`), JSON.stringify([shown, resumed.text]));
+    }
   });
 
   test('a resume shows the exit once, and a forgotten exited session needs no words', () => {

@@ -242,14 +242,20 @@ const text = new TextDecoder();
 const LINE_MAX = 256;
 
 /**
+ * What leaves the cursor where it is: colours (SGR), modes (bash turns
+ * bracketed paste on before its prompt), titles and marks (OSC).
+ */
+const IN_PLACE = /\x1b\[[0-9;]*m|\x1b\[\?[0-9;]*[hl]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
+
+/**
  * `line` if drawing it again from column 0 gives what it showed: printable
- * text and colours (SGR) only, no cursor movement; else ''.
+ * text and sequences that move no cursor; else ''.
  */
 function redrawable(line: string | null): string {
   if (!line) {
     return '';
   }
-  const bare = line.replace(/\x1b\[[0-9;]*m/g, '');
+  const bare = line.replace(IN_PLACE, '');
   return /^[^\x00-\x1f\x7f\ufffd]*$/.test(bare) ? line : '';
 }
 

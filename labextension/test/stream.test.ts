@@ -251,6 +251,8 @@ describe('SessionStream', () => {
   test("only a short line of text and colours is drawn again under a resume's notice", () => {
     const cases: [string, string][] = [
       ['out\r\n\x1b[1;32muser$\x1b[0m ', '\x1b[1;32muser$\x1b[0m '], // a coloured prompt
+      ['\x1b[?2004l\r\r\n\x1b[?2004h$ ', '\x1b[?2004h$ '], // bash's, bracketed paste on
+      ['\x1b]0;title\x07\x1b]133;A\x1b\\> ', '\x1b]0;title\x07\x1b]133;A\x1b\\> '], // a title and a mark
       ['out\r\n', ''], // at a line's start: nothing to draw
       ['\x1b[2J\x1b[1;1Htop', ''], // cursor movement: drawn again, it would go elsewhere
       ['50%\r60%', ''], // a carriage return

@@ -242,21 +242,24 @@ const text = new TextDecoder();
 const LINE_MAX = 256;
 
 /**
- * What leaves the cursor where it is: colours (SGR), modes (bash turns
- * bracketed paste on before its prompt), titles and marks (OSC).
+ * What keeps the cursor on its line: colours (SGR), modes (bash turns
+ * bracketed paste on before its prompt), titles and marks (OSC), erasing
+ * in the line and moving along it (readline redraws its line so after a
+ * resize: `\r\x1b[K\r$ `).
  */
-const IN_PLACE = /\x1b\[[0-9;]*m|\x1b\[\?[0-9;]*[hl]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
+const IN_LINE = /\x1b\[[0-9;]*m|\x1b\[\?[0-9;]*[hl]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[[0-2]?K|\x1b\[[0-9]*[CD]/g;
 
 /**
- * `line` if drawing it again from column 0 gives what it showed: printable
- * text and sequences that move no cursor; else ''.
+ * `line` if drawing it again from column 0 gives what it showed (it began
+ * there): printable text, carriage returns, backspaces and the sequences
+ * above; else ''.
  */
 function redrawable(line: string | null): string {
   if (!line) {
     return '';
   }
-  const bare = line.replace(IN_PLACE, '');
-  return /^[^\x00-\x1f\x7f\ufffd]*$/.test(bare) ? line : '';
+  const bare = line.replace(IN_LINE, '');
+  return /^[^\x00-\x07\x09-\x0c\x0e-\x1f\x7f\ufffd]*$/.test(bare) ? line : '';
 }
 
 /** `data` without its first `count` UTF-8 bytes. */

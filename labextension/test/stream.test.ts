@@ -255,7 +255,10 @@ describe('SessionStream', () => {
       ['\x1b]0;title\x07\x1b]133;A\x1b\\> ', '\x1b]0;title\x07\x1b]133;A\x1b\\> '], // a title and a mark
       ['out\r\n', ''], // at a line's start: nothing to draw
       ['\x1b[2J\x1b[1;1Htop', ''], // cursor movement: drawn again, it would go elsewhere
-      ['50%\r60%', ''], // a carriage return
+      ['50%\r60%', '50%\r60%'], // a carriage return: drawn again from column 0, the same line
+      ['\x1b[?2004h$ \r\x1b[K\r$ ', '\x1b[?2004h$ \r\x1b[K\r$ '], // readline's redraw after a resize
+      ['a\tb', ''], // a tab moves by the terminal's stops
+      ['\x1b[Aup', ''], // off the line
       ['x'.repeat(300), ''] // not a prompt
     ];
     for (const [shown, again] of cases) {

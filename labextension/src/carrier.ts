@@ -15,9 +15,17 @@ export interface CarrierListener {
   /**
    * The carrier reaches the kernel over a new connection, which knows
    * nothing of this view: attach again. What the view has shown stays; the
-   * gap rule drops what the replay repeats.
+   * gap rule drops what the replay repeats. `notice`: a line to show the
+   * user where the view goes on (a kept session's view after a kernel
+   * restart says so once).
    */
-  restarted?(): void;
+  restarted?(notice?: string): void;
+  /**
+   * The connection went and the carrier is trying to reach the kernel again
+   * (a kept session's view while its kernel restarts); `restarted` or
+   * `closed` follows. `reason` is for the user.
+   */
+  interrupted?(reason: string): void;
 }
 
 export interface Carrier {
@@ -60,12 +68,21 @@ export abstract class CarrierBase implements Carrier {
     }
   }
 
-  protected restart(): void {
+  protected restart(notice?: string): void {
     if (this._closedReason !== null) {
       return;
     }
     for (const listener of [...this._listeners]) {
-      listener.restarted?.();
+      listener.restarted?.(notice);
+    }
+  }
+
+  protected interrupt(reason: string): void {
+    if (this._closedReason !== null) {
+      return;
+    }
+    for (const listener of [...this._listeners]) {
+      listener.interrupted?.(reason);
     }
   }
 

@@ -23,6 +23,33 @@ export const HELLO_TIMEOUT_MS = 2000;
 /** Waits before each reconnect after a drop; then the view falls back. */
 export const RECONNECT_DELAYS_MS: readonly number[] = [250, 500, 1000];
 
+/**
+ * How long a kept session's channel keeps trying (the last delay above
+ * between tries): it comes back with the next kernel, and a restart takes
+ * seconds, not the 1.75 s above.
+ */
+export const KEPT_RECONNECT_MS = 30_000;
+
+/**
+ * The wait before reconnect `attempt` (0 first) after `waited` ms of
+ * waiting since the drop, or null: give up.
+ */
+export function reconnectDelay(attempt: number, kept: boolean, waited: number): number | null {
+  if (!kept) {
+    return attempt < RECONNECT_DELAYS_MS.length ? RECONNECT_DELAYS_MS[attempt] : null;
+  }
+  if (waited >= KEPT_RECONNECT_MS) {
+    return null;
+  }
+  return RECONNECT_DELAYS_MS[Math.min(attempt, RECONNECT_DELAYS_MS.length - 1)];
+}
+
+/** The relay's close code when the kernel closed its socket: it shut down or restarted (server/relay.py). */
+export const CLOSE_KERNEL_GONE = 1001;
+
+/** The line a kept session's view shows where it goes on after a kernel restart. */
+export const KEPT_NOTICE = '── kernel restarted; this session was kept ──';
+
 /** Written but unacknowledged bytes that make the view acknowledge at once. */
 export const ACK_BYTES = 64 * 1024;
 
@@ -137,7 +164,9 @@ type DirectState =
  * One session over the direct channel. It delivers each connection's
  * `hello` (how its user learns the channel is up, again after a
  * reconnect), and closes when the first attempt fails or reconnecting
- * after a drop does: its user then falls back.
+ * after a drop does: its user then falls back. A kept session's channel
+ * (its `attached` says so) reconnects for up to `KEPT_RECONNECT_MS`, so
+ * it reaches the kernel that takes the session back after a restart.
  */
 export class DirectCarrier extends CarrierBase {
   constructor(options: DirectCarrier.IOptions) {
@@ -151,6 +180,20 @@ export class DirectCarrier extends CarrierBase {
   /** `hello` has arrived on the current connection: sends go out. */
   get isOpen(): boolean {
     return this._state === 'open';
+  }
+
+  /**
+   * The connection that just said `hello` follows one the kernel closed
+   * (close code 1001: it shut down or restarted), not a network drop: a
+   * kept session is on the next kernel now.
+   */
+  get afterKernelWent(): boolean {
+    return this._afterKernelWent;
+  }
+
+  /** Reconnecting failed (or the first attempt did): nothing more comes. */
+  get isClosed(): boolean {
+    return this._state === 'closed';
   }
 
   send(msg: FrontEndMessage): void {
@@ -196,7 +239,7 @@ export class DirectCarrier extends CarrierBase {
     this._acked = 0;
     socket.binaryType = 'arraybuffer';
     socket.onmessage = event => this._onMessage(event.data);
-    socket.onclose = () => this._onDrop(socket);
+    socket.onclose = event => this._onDrop(socket, event.code);
     socket.onerror = () => undefined; // a close follows
     this._helloTimer = setTimeout(() => this._onDrop(socket), HELLO_TIMEOUT_MS);
   }
@@ -229,16 +272,24 @@ export class DirectCarrier extends CarrierBase {
       }
       this._state = 'open';
       this._attempt = 0;
+      this._waited = 0;
+      this._afterKernelWent = this._kernelWent;
+      this._kernelWent = false;
+    } else if (msg.type === 'attached' && msg.session_id === this._sessionId) {
+      this._kept = msg.kept === true;
     }
     if (this._state === 'open') {
       this.deliver(msg);
     }
   }
 
-  /** The socket closed, failed, or never said `hello`. */
-  private _onDrop(socket: SocketLike): void {
+  /** The socket closed (with `code`), failed, or never said `hello`. */
+  private _onDrop(socket: SocketLike, code?: number): void {
     if (socket !== this._socket) {
       return;
+    }
+    if (this._state === 'open' && code === CLOSE_KERNEL_GONE) {
+      this._kernelWent = true;
     }
     this._forget(socket);
     this._attemptFailed();
@@ -250,11 +301,13 @@ export class DirectCarrier extends CarrierBase {
       return;
     }
     this._state = 'reconnecting';
-    if (this._attempt >= RECONNECT_DELAYS_MS.length) {
+    const delay = reconnectDelay(this._attempt++, this._kept, this._waited);
+    if (delay === null) {
       this._stop('the direct channel was lost');
       return;
     }
-    this._retryTimer = setTimeout(() => this._connect(), RECONNECT_DELAYS_MS[this._attempt++]);
+    this._waited += delay;
+    this._retryTimer = setTimeout(() => this._connect(), delay);
   }
 
   private _forget(socket: SocketLike): void {
@@ -286,16 +339,41 @@ export class DirectCarrier extends CarrierBase {
   private _socket: SocketLike | null = null;
   private _state: DirectState = 'connecting';
   private _attempt = 0;
+  /** What the reconnect delays since the last drop add up to. */
+  private _waited = 0;
+  /** The session outlives a kernel restart: reconnect long enough to reach the next kernel. */
+  private _kept = false;
+  /** The kernel closed the last open connection; `afterKernelWent` at the next `hello`. */
+  private _kernelWent = false;
+  private _afterKernelWent = false;
   private _acked = 0;
   private _helloTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private _retryTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 }
 
-/** A carrier that can be let go of (the widget's, the comm's). */
-export type FallbackCarrier = Carrier & { dispose?(): void };
+/**
+ * A carrier that can be let go of (the widget's, the comm's).
+ * `closedByOwner`: it closed because its owner closed it (the widget's
+ * `close()` in Python), not because its kernel went.
+ */
+export type FallbackCarrier = Carrier & { dispose?(): void; readonly closedByOwner?: boolean };
 
 /** How sure the choice is: waiting for the direct channel, or made. */
 type Choice = 'deciding' | 'direct' | 'fallback';
+
+export namespace DirectFirstCarrier {
+  export interface IOptions {
+    /**
+     * A kept session's view outlives its fallback (the widget's messages
+     * die with their kernel; the direct channel reaches the next one, which
+     * takes the session back). Where it cannot go on (no direct channel, or
+     * the next kernel never answers), it closes saying `reopen(sessionId)`:
+     * how to open the session again. Without this the fallback closing
+     * closes the view, kept or not (a terminal tab opens a new comm itself).
+     */
+    kept?: { reopen: (sessionId: number) => string };
+  }
+}
 
 /**
  * The direct channel while it works, the fallback otherwise. Until the
@@ -303,20 +381,29 @@ type Choice = 'deciding' | 'direct' | 'fallback';
  * while it reconnects, keys wait too. When it is lost for good the view
  * is told to attach again (`restarted`), now over the fallback; its gap
  * rule drops what it has already shown. The fallback closing (a kernel
- * restart, the widget closed) closes this too.
+ * restart, the widget closed) closes this too, unless the session is kept
+ * and the options say so (`IOptions.kept`): then the view waits on the
+ * direct channel for the next kernel and attaches there, saying so in one
+ * line (`KEPT_NOTICE`).
  */
 export class DirectFirstCarrier extends CarrierBase {
-  constructor(direct: DirectCarrier | null, fallback: FallbackCarrier) {
+  constructor(
+    direct: DirectCarrier | null,
+    fallback: FallbackCarrier,
+    options: DirectFirstCarrier.IOptions = {}
+  ) {
     super();
     this._direct = direct;
     this._fallback = fallback;
+    this._reopen = options.kept?.reopen ?? null;
     this._stopFallback = fallback.listen({
       received: msg => {
+        this._note(msg);
         if (this._choice === 'fallback') {
           this.deliver(msg);
         }
       },
-      closed: reason => this._close(reason)
+      closed: reason => this._onFallbackClosed(reason)
     });
     if (direct) {
       this._stopDirect = direct.listen({
@@ -331,6 +418,11 @@ export class DirectFirstCarrier extends CarrierBase {
   /** Which carrier is in use (`deciding` while the direct channel is tried). */
   get choice(): Choice {
     return this._choice;
+  }
+
+  /** The fallback closed (its kernel went) and this went on over the direct channel alone. */
+  get outlivedFallback(): boolean {
+    return this._fallbackLost;
   }
 
   send(msg: FrontEndMessage): void {
@@ -361,6 +453,7 @@ export class DirectFirstCarrier extends CarrierBase {
   }
 
   private _fromDirect(msg: KernelMessage): void {
+    this._note(msg);
     if (msg.type !== 'hello') {
       if (this._choice === 'direct') {
         this.deliver(msg);
@@ -373,12 +466,52 @@ export class DirectFirstCarrier extends CarrierBase {
     } else if (this._choice === 'direct') {
       // Reconnected: a new connection has no attachment until the view asks.
       this._flush(true);
-      this.restart();
+      // The kernel closed the channel (no network drop) and one with its id answers:
+      // it restarted, and took the kept session back.
+      const restarted = this._reopen !== null && this._kept && this._direct?.afterKernelWent;
+      this.restart(restarted ? KEPT_NOTICE : undefined);
     }
   }
 
+  /** What the session is, from the answers to the view's `attach`. */
+  private _note(msg: KernelMessage): void {
+    if (msg.type === 'attached') {
+      this._kept = msg.kept === true;
+      this._sessionId = msg.session_id;
+    }
+  }
+
+  private _onFallbackClosed(reason: string): void {
+    if (this.isClosed) {
+      return;
+    }
+    const kept = this._reopen !== null && this._kept && this._fallback.closedByOwner !== true;
+    if (kept && this._choice === 'direct' && this._direct && !this._direct.isClosed) {
+      this._fallbackLost = true;
+      this._stopFallback();
+      if (!(this._direct.isOpen && this._direct.afterKernelWent)) {
+        // Not on the next kernel yet (a quick one may be there before the widget's comm is seen to die).
+        this.interrupt(`${reason}; reconnecting`);
+      }
+      return;
+    }
+    this._close(kept ? `${reason}; ${this._reopenHint()}` : reason);
+  }
+
+  private _reopenHint(): string {
+    return this._reopen && this._sessionId !== null ? this._reopen(this._sessionId) : '';
+  }
+
   private _onDirectLost(reason: string): void {
-    if (this._choice === 'fallback' || this.isClosed) {
+    if (this.isClosed) {
+      return;
+    }
+    if (this._fallbackLost) {
+      // No kernel took the session back in time (or the kernel is gone for good).
+      this._close(`the kernel did not come back; ${this._reopenHint()}`);
+      return;
+    }
+    if (this._choice === 'fallback') {
       return;
     }
     const established = this._choice === 'direct';
@@ -408,7 +541,11 @@ export class DirectFirstCarrier extends CarrierBase {
 
   private readonly _direct: DirectCarrier | null;
   private readonly _fallback: FallbackCarrier;
+  private readonly _reopen: ((sessionId: number) => string) | null;
   private readonly _stopFallback: () => void;
+  private _kept = false;
+  private _sessionId: number | null = null;
+  private _fallbackLost = false;
   private _stopDirect: () => void = () => undefined;
   private _choice: Choice = 'deciding';
   private _queue: FrontEndMessage[] = [];

@@ -85,3 +85,15 @@ function shellQuote(arg: string): string {
 export function sessionLabel(info: { session_id: number; name?: string | null }): string {
   return info.name ? `${info.name} (session ${info.session_id})` : `session ${info.session_id}`;
 }
+
+/**
+ * "kept", "kept, 2 restarts": a kept session says so, and how many kernel
+ * restarts it has lived through, as `%uexec_sessions` does; "" otherwise.
+ */
+export function keptLabel(info: { kept?: boolean; restarts?: number }): string {
+  if (!info.kept) {
+    return '';
+  }
+  const restarts = info.restarts ?? 0;
+  return restarts ? `kept, ${restarts} restart${restarts === 1 ? '' : 's'}` : 'kept';
+}

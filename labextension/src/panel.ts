@@ -11,7 +11,7 @@ import { Signal, type ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { SessionsConnection } from './connection';
-import { commandLine, sessionLabel, sessionState } from './format';
+import { commandLine, keptLabel, sessionLabel, sessionState } from './format';
 import { sessionsIcon } from './icons';
 import { PROTOCOL_VERSION, type SessionInfo } from './protocol';
 import type { TerminalTabs } from './tabs';
@@ -297,6 +297,7 @@ function createRow(sessionId: string): HTMLLIElement {
   detail.appendChild(document.createElement('span')).className = 'uexec-session-id';
   detail.appendChild(document.createTextNode(' · '));
   detail.appendChild(document.createElement('span')).className = 'uexec-session-state';
+  main.appendChild(document.createElement('div')).className = 'uexec-session-detail uexec-session-kept';
   const actions = row.appendChild(document.createElement('div'));
   actions.className = 'uexec-session-actions';
   for (const name of ['open', 'kill']) {
@@ -311,8 +312,13 @@ function fillRow(row: HTMLElement, info: SessionInfo): void {
   setText(part('session-command'), command);
   const label = sessionLabel(info);
   setText(part('session-id'), label);
-  setText(part('session-state'), sessionState(info.alive, info.exit_code));
-  setTitle(row, `${command}\n${label}, pid ${info.pid}: ${sessionState(info.alive, info.exit_code)}`);
+  const state = sessionState(info.alive, info.exit_code);
+  setText(part('session-state'), state);
+  // A line of its own: the panel is narrow, and the id and state line ends in an ellipsis.
+  const kept = keptLabel(info);
+  setText(part('session-kept'), kept);
+  setHidden(part('session-kept'), !kept);
+  setTitle(row, `${command}\n${label}, pid ${info.pid}: ${state}${kept ? ` (${kept})` : ''}`);
   const open = part('open');
   setText(open, 'Open');
   setTitle(open, 'Show this session in a terminal tab');

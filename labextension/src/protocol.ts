@@ -99,6 +99,10 @@ export interface SessionInfo {
   /** Unix time in seconds. */
   started: number;
   name: string | null;
+  /** It outlives kernel restarts (absent from kernels before kept sessions). */
+  kept?: boolean;
+  /** How many kernel restarts it has lived through. */
+  restarts?: number;
 }
 
 export interface SessionsMessage {
@@ -132,6 +136,11 @@ export interface AttachedMessage {
   exit_code: number | null;
   rows: number;
   cols: number;
+  /**
+   * The session outlives a kernel restart: a view may reach the next
+   * kernel and attach again (absent from kernels before kept sessions).
+   */
+  kept?: boolean;
 }
 
 /**

@@ -43,14 +43,16 @@ export class SessionStream {
     this._resuming = false;
     this._shown = false;
     this._replayEnd = 0;
+    this._line = '';
   }
 
   /**
    * Attach again, keeping what is shown: the carrier reconnected (or fell
    * back). The replay's bytes up to `end` are dropped, the rest shown. A
-   * stream that never got its `attached` just begins again.
+   * stream that never got its `attached` just begins again. `notice`, if
+   * any, is written as a line of its own where the view goes on.
    */
-  resume(requestId: RequestId): void {
+  resume(requestId: RequestId, notice = ''): void {
     if (!this._shown) {
       this.begin(requestId);
       return;
@@ -58,6 +60,7 @@ export class SessionStream {
     this._state = 'attaching';
     this._requestId = requestId;
     this._resuming = true;
+    this._resumeNotice = notice;
   }
 
   /** Where the next accepted `data` event must start (UTF-8 bytes). */
@@ -114,7 +117,19 @@ export class SessionStream {
       // What the kernel dropped while the view was away is a hole too.
       const lost = offset - this._end;
       this._end = Math.max(this._end, offset);
-      return { kind: 'resumed', text: lost > 0 ? this._notice(skipNotice(lost)) : '', alive };
+      // Under the notice, the line it cut (a shell's prompt) again, where the program's cursor is.
+      const line = this._line;
+      let said = '';
+      if (this._resumeNotice) {
+        said = this._notice(this._resumeNotice);
+        const again = lost > 0 ? '' : redrawable(line);
+        if (again) {
+          said += again;
+          this._line = again;
+          this._atLineStart = false;
+        }
+      }
+      return { kind: 'resumed', text: said + (lost > 0 ? this._notice(skipNotice(lost)) : ''), alive };
     }
     this._shown = true;
     this._end = offset;
@@ -154,6 +169,7 @@ export class SessionStream {
     // Replayed (the comm says so by the request id; the direct channel's
     // frames carry none, `attached.end` says where the replay stops).
     const history = requestId != null || end <= this._replayEnd;
+    this._keepLine(fresh);
     if (typeof fresh === 'string') {
       if (fresh.length > 0) {
         this._atLineStart = fresh.endsWith('\n');
@@ -195,7 +211,33 @@ export class SessionStream {
   private _notice(line: string): string {
     const text = `${this._atLineStart ? '' : '\r\n'}\x1b[2m${line}\x1b[22m\r\n`;
     this._atLineStart = true;
+    this._line = '';
     return text;
+  }
+
+  /** Keep the output since the last line feed while it is short (null once it is not). */
+  private _keepLine(fresh: string | Uint8Array): void {
+    let tail: string;
+    if (typeof fresh === 'string') {
+      const at = fresh.lastIndexOf('\n');
+      if (at >= 0) {
+        this._line = '';
+      }
+      tail = fresh.slice(at + 1);
+    } else {
+      const at = fresh.lastIndexOf(0x0a);
+      if (at >= 0) {
+        this._line = '';
+      }
+      if (fresh.length - at - 1 > LINE_MAX) {
+        this._line = null;
+        return;
+      }
+      tail = text.decode(fresh.subarray(at + 1));
+    }
+    if (this._line !== null) {
+      this._line = this._line.length + tail.length > LINE_MAX ? null : this._line + tail;
+    }
   }
 
   private _state: State = 'idle';
@@ -208,12 +250,39 @@ export class SessionStream {
   private _paused = false;
   /** Where the replay of the current attachment ends (`attached.end`). */
   private _replayEnd = 0;
+  private _resumeNotice = '';
+  /** The output since the last line feed, or null: too long to keep. */
+  private _line: string | null = '';
   /** An `attached` of this attachment's `begin` arrived: there is something to keep. */
   private _shown = false;
 }
 
 const utf8 = new TextEncoder();
 const text = new TextDecoder();
+
+/** The longest last line a resume's notice draws again (a prompt, not a progress bar). */
+const LINE_MAX = 256;
+
+/**
+ * What keeps the cursor on its line: colours (SGR), modes (bash turns
+ * bracketed paste on before its prompt), titles and marks (OSC), erasing
+ * in the line and moving along it (readline redraws its line so after a
+ * resize: `\r\x1b[K\r$ `).
+ */
+const IN_LINE = /\x1b\[[0-9;]*m|\x1b\[\?[0-9;]*[hl]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[[0-2]?K|\x1b\[[0-9]*[CD]/g;
+
+/**
+ * `line` if drawing it again from column 0 gives what it showed (it began
+ * there): printable text, carriage returns, backspaces and the sequences
+ * above; else ''.
+ */
+function redrawable(line: string | null): string {
+  if (!line) {
+    return '';
+  }
+  const bare = line.replace(IN_LINE, '');
+  return /^[^\x00-\x07\x09-\x0c\x0e-\x1f\x7f\ufffd]*$/.test(bare) ? line : '';
+}
 
 /** `data` without its first `count` UTF-8 bytes. */
 function dropBytes(data: string | Uint8Array, count: number): string | Uint8Array {

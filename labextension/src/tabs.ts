@@ -14,7 +14,7 @@ import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { CarrierBase } from './carrier';
 import { SessionsConnection, type SessionCarrier } from './connection';
-import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
+import { DirectCarrier, DirectFirstCarrier, directUrl, KEPT_NOTICE } from './direct';
 import type { FrontEndMessage } from './protocol';
 import { sessionsIcon } from './icons';
 import { SessionTerminal } from './terminal';
@@ -38,10 +38,19 @@ export function isTabArgs(args: ReadonlyPartialJSONObject): args is TabArgs {
 /** How long a restored tab waits for the notebooks to find its kernel among them. */
 const NOTEBOOKS_READY_MS = 30_000;
 
+/** How long a kept session's tab waits for its restarting kernel to answer again. */
+const RESTART_WAIT_MS = 60_000;
+
+/** Kernel states in which a comm can be opened and answered. */
+const REACHABLE: ReadonlySet<Kernel.Status> = new Set(['idle', 'busy']);
+
 /**
  * A tab's carrier: the session over the direct channel, else the comm's
  * carrier for it, once the tab knows its kernel. A restored tab exists
- * before that; what it sends waits.
+ * before that; what it sends waits. A kept session's tab outlives a kernel
+ * restart: once the kernel answers again it opens a new comm (and direct
+ * channel) to it and the terminal attaches there, saying so in one line;
+ * what is typed meanwhile waits.
  */
 class TabCarrier extends CarrierBase {
   bind(comm: SessionCarrier): void {
@@ -51,13 +60,23 @@ class TabCarrier extends CarrierBase {
     const carrier = new DirectFirstCarrier(new DirectCarrier({ url, sessionId: comm.sessionId }), comm);
     this._connection = comm.connection;
     this._carrier = carrier;
+    this._sessionId = comm.sessionId;
     carrier.listen({
-      received: msg => this.deliver(msg),
-      closed: reason => this.close(reason),
-      restarted: () => this.restart()
+      received: msg => {
+        if (msg.type === 'attached') {
+          this._kept = msg.kept === true;
+        }
+        this.deliver(msg);
+      },
+      closed: reason => this._onClosed(carrier, reason),
+      restarted: notice => this.restart(notice)
     });
     for (const msg of this._queue.splice(0)) {
       carrier.send(msg);
+    }
+    if (this._rejoined) {
+      this._rejoined = false;
+      this.restart(KEPT_NOTICE);
     }
   }
 
@@ -83,13 +102,73 @@ class TabCarrier extends CarrierBase {
   }
 
   dispose(): void {
+    this._disposed = true;
     this._carrier?.dispose();
     this._queue = [];
+  }
+
+  /** The comm closed: a kept session waits out its kernel's restart, anything else ends here. */
+  private _onClosed(carrier: DirectFirstCarrier, reason: string): void {
+    const kernel = this._connection?.kernel;
+    if (carrier !== this._carrier || this._disposed) {
+      return;
+    }
+    // The connection closes its carriers as the kernel's status turns to restarting.
+    if (this._kept && kernel && !kernel.isDisposed && RESTARTING.has(kernel.status)) {
+      this._carrier = null;
+      carrier.dispose(); // the old comm and channel: the next kernel has others
+      void this._rejoin(kernel);
+      return;
+    }
+    this.close(reason);
+  }
+
+  private async _rejoin(kernel: Kernel.IKernelConnection): Promise<void> {
+    const back = await reachable(kernel, RESTART_WAIT_MS);
+    if (this._disposed) {
+      return;
+    }
+    if (!back) {
+      this.fail('the kernel did not come back; open this session again from the Sessions panel once it runs');
+      return;
+    }
+    const connection = SessionsConnection.acquire(kernel);
+    this._rejoined = true;
+    this.bind(connection.carrier(this._sessionId));
+    connection.release(); // the carrier holds its own use
   }
 
   private _carrier: DirectFirstCarrier | null = null;
   private _connection: SessionsConnection | null = null;
   private _queue: FrontEndMessage[] = [];
+  private _sessionId = 0;
+  private _kept = false;
+  private _rejoined = false;
+  private _disposed = false;
+}
+
+const RESTARTING: ReadonlySet<Kernel.Status> = new Set(['restarting', 'autorestarting']);
+
+/** True once `kernel` answers (idle or busy); false if it dies, goes, or `ms` pass first. */
+function reachable(kernel: Kernel.IKernelConnection, ms: number): Promise<boolean> {
+  return new Promise(resolve => {
+    const check = (): void => {
+      const done = kernel.isDisposed || kernel.status === 'dead' ? false : REACHABLE.has(kernel.status) || null;
+      if (done !== null) {
+        finish(done);
+      }
+    };
+    const finish = (result: boolean): void => {
+      clearTimeout(timer);
+      kernel.statusChanged.disconnect(check);
+      kernel.disposed.disconnect(check);
+      resolve(result);
+    };
+    const timer = setTimeout(() => finish(false), ms);
+    kernel.statusChanged.connect(check);
+    kernel.disposed.connect(check);
+    check();
+  });
 }
 
 /** The tab's content: the shared terminal, told by Lumino when it shows or gets focus. */

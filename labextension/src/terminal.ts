@@ -82,7 +82,7 @@ export class SessionTerminal {
     this._stopListening = this._carrier.listen({
       received: msg => this._onMessage(msg),
       closed: reason => this._onClosed(reason),
-      restarted: () => this._resume()
+      restarted: notice => this._resume(notice)
     });
     // Fires once the node is laid out in the page, and on every size change.
     this._resizeObserver = new ResizeObserver(() => this._onResize());
@@ -154,15 +154,15 @@ export class SessionTerminal {
     this._carrier.send({ type: 'attach', request_id: requestId });
   }
 
-  /** The carrier has a new connection: attach on it, keeping what is shown. */
-  private _resume(): void {
+  /** The carrier has a new connection: attach on it, keeping what is shown (and saying `notice`). */
+  private _resume(notice?: string): void {
     // Not attached yet (the first attach is on its way or to come), or a
     // fresh attach is already scheduled: nothing to keep.
     if (!this._opened || this._disposed || this._reattachPending) {
       return;
     }
     const requestId = nextRequestId();
-    this._stream.resume(requestId);
+    this._stream.resume(requestId, notice);
     this._carrier.send({ type: 'attach', request_id: requestId });
   }
 

@@ -47,7 +47,12 @@ class WidgetCarrier extends CarrierBase {
     // A kernel restart only marks the comm dead (ipywidgets' managers set
     // `comm_live` to false and never back); `close()` in Python closes it.
     _model.on('comm_live_update', this._onGone);
-    _model.on('comm:close', this._onGone);
+    _model.on('comm:close', this._onClosed);
+  }
+
+  /** `close()` in Python closed the widget: its views end, kept session or not. */
+  get closedByOwner(): boolean {
+    return this._closedByOwner;
   }
 
   // `session_id` is left out: on this carrier it is the widget's.
@@ -60,7 +65,7 @@ class WidgetCarrier extends CarrierBase {
   dispose(): void {
     this._model.off('msg:custom', this._onCustom);
     this._model.off('comm_live_update', this._onGone);
-    this._model.off('comm:close', this._onGone);
+    this._model.off('comm:close', this._onClosed);
   }
 
   private readonly _onCustom = (content: unknown): void => {
@@ -73,6 +78,13 @@ class WidgetCarrier extends CarrierBase {
   private readonly _onGone = (): void => {
     this.close(DISCONNECTED_NOTICE);
   };
+
+  private readonly _onClosed = (): void => {
+    this._closedByOwner = !this.isClosed;
+    this._onGone();
+  };
+
+  private _closedByOwner = false;
 }
 
 /**
@@ -99,6 +111,14 @@ function pageDirectUrl(kernelId: string | undefined): string | null {
 }
 
 const TRAIT_EVENTS = ['change:title', 'change:alive', 'change:exit_code', 'change:closed'];
+
+/** How to open a kept session again where its view cannot go on after a restart. */
+function reopenHint(sessionId: number): string {
+  return (
+    'kept sessions outlive a restart: open this one again with ' +
+    `%%uexec --live -s ${sessionId} or from the Sessions panel`
+  );
+}
 
 /**
  * A view's parts, kept so that a later view of the same session can adopt
@@ -153,16 +173,55 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   const url = pageDirectUrl(model.get('kernel_id'));
   const carrier = new DirectFirstCarrier(
     url ? new DirectCarrier({ url, sessionId }) : null,
-    new WidgetCarrier(model)
+    new WidgetCarrier(model),
+    { kept: { reopen: reopenHint } }
   );
+  // After a kernel restart the traits are the old kernel's, frozen: a kept
+  // session's view then says what its own `attached` and `exited` say.
+  const heard = { alive: model.get('alive'), exitCode: model.get('exit_code'), closed: false };
+  let waiting = false;
   let paused = false;
   const update = (): void => {
     title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
     title.title = title.textContent;
-    const shown = viewState(model.get('alive'), model.get('exit_code'), !carrier.isClosed, model.get('closed') === true);
-    state.textContent = paused && shown === 'running' ? 'running · output paused (Ctrl+Q resumes)' : shown;
+    const own = !carrier.outlivedFallback;
+    const shown = viewState(
+      own ? model.get('alive') : heard.alive,
+      own ? model.get('exit_code') : heard.exitCode,
+      !carrier.isClosed,
+      own ? model.get('closed') === true : heard.closed
+    );
+    state.textContent = waiting
+      ? 'reconnecting'
+      : paused && shown === 'running'
+        ? 'running · output paused (Ctrl+Q resumes)'
+        : shown;
   };
-  const stopListening = carrier.listen({ received: () => undefined, closed: update });
+  const stopListening = carrier.listen({
+    received: msg => {
+      if (msg.type === 'attached') {
+        heard.alive = msg.alive;
+        heard.exitCode = msg.exit_code;
+      } else if (msg.type === 'exited') {
+        Object.assign(heard, { alive: false, exitCode: msg.exit_code, closed: msg.closed === true });
+      } else {
+        return;
+      }
+      update();
+    },
+    closed: () => {
+      waiting = false;
+      update();
+    },
+    interrupted: () => {
+      waiting = true;
+      update();
+    },
+    restarted: () => {
+      waiting = false;
+      update();
+    }
+  });
   // One event per call: not every host's model takes a space-separated list.
   for (const name of TRAIT_EVENTS) {
     model.on(name, update);

@@ -10,7 +10,10 @@ import {
   directUrl,
   encodeInput,
   HELLO_TIMEOUT_MS,
+  KEPT_NOTICE,
+  KEPT_RECONNECT_MS,
   RECONNECT_DELAYS_MS,
+  reconnectDelay,
   type ServerLocation,
   type SocketLike
 } from '../src/direct';
@@ -92,6 +95,7 @@ const decoder = new TextDecoder();
 class FakeFallback extends CarrierBase {
   sent: FrontEndMessage[] = [];
   disposed = false;
+  closedByOwner = false;
   send(msg: FrontEndMessage): void {
     this.sent.push(msg);
   }
@@ -114,6 +118,7 @@ class View {
   readonly stream = new SessionStream();
   readonly shown: Uint8Array[] = [];
   closedWith: string | null = null;
+  interruptedWith: string | null = null;
 
   constructor(readonly carrier: DirectFirstCarrier) {
     carrier.listen({
@@ -128,9 +133,10 @@ class View {
         }
       },
       closed: reason => { this.closedWith = reason; },
-      restarted: () => {
+      interrupted: reason => { this.interruptedWith = reason; },
+      restarted: notice => {
         const id = nextRequestId();
-        this.stream.resume(id);
+        this.stream.resume(id, notice);
         carrier.send({ type: 'attach', request_id: id });
       }
     });
@@ -145,11 +151,11 @@ class View {
 }
 
 /** The kernel's side of one connection: answer the last attach with a replay of `output` in `chunk`-byte frames. */
-function replay(socket: FakeSocket, output: Uint8Array, chunk: number, alive = true): void {
+function replay(socket: FakeSocket, output: Uint8Array, chunk: number, alive = true, kept = false): void {
   const attach = socket.json().filter(m => m.type === 'attach').pop();
   assert.ok(attach, 'the view attached');
   assert.equal(attach.session_id, SID);
-  socket.text({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 0, alive, exit_code: null, rows: 24, cols: 80 });
+  socket.text({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 0, alive, exit_code: null, rows: 24, cols: 80, kept });
   for (let at = 0; at < output.length; at += chunk) {
     socket.binary(outputFrame(SID, at, output.subarray(at, Math.min(output.length, at + chunk))));
   }
@@ -160,13 +166,19 @@ function enableTimers(t: TestContext): void {
 }
 
 /** A view on a DirectFirstCarrier whose websockets and fallback the test plays. */
-function directFirst(t: TestContext): { made: FakeSocket[]; fallback: FakeFallback; carrier: DirectFirstCarrier; view: View } {
+function directFirst(
+  t: TestContext,
+  options: DirectFirstCarrier.IOptions = {}
+): { made: FakeSocket[]; fallback: FakeFallback; carrier: DirectFirstCarrier; view: View } {
   enableTimers(t);
   const { made, factory } = sockets();
   const fallback = new FakeFallback();
-  const carrier = new DirectFirstCarrier(new DirectCarrier({ url: URL_, sessionId: SID, socket: factory }), fallback);
+  const carrier = new DirectFirstCarrier(new DirectCarrier({ url: URL_, sessionId: SID, socket: factory }), fallback, options);
   return { made, fallback, carrier, view: new View(carrier) };
 }
+
+/** What the live view passes: a kept session's view outlives the widget's messages. */
+const KEPT = { kept: { reopen: (id: number) => `open it again with %%uexec --live -s ${id}` } };
 
 describe('framing', () => {
   test('keys go out as an I message: kind, session id u32 big-endian, UTF-8', () => {
@@ -387,5 +399,147 @@ describe('reconnecting', () => {
     made[1].text({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 5003, alive: true, exit_code: null, rows: 24, cols: 80 });
     made[1].binary(outputFrame(SID, 5003, utf8.encode('tail')));
     assert.match(view.text(), /^abc\r\n\x1b\[2m\[… 5\.0 kB skipped …\]\x1b\[22m\r\ntail$/);
+  });
+});
+
+describe('a kept session across a kernel restart', () => {
+  test('a kept channel keeps trying for 30 s, at most a second apart; others give up after 1.75 s', () => {
+    assert.deepEqual([0, 1, 2, 3].map(i => reconnectDelay(i, false, 0)), [250, 500, 1000, null]);
+    const delays: number[] = [];
+    for (let waited = 0, delay = reconnectDelay(0, true, 0); delay !== null; delay = reconnectDelay(delays.length, true, waited)) {
+      delays.push(delay);
+      waited += delay;
+    }
+    assert.deepEqual(delays.slice(0, 4), [250, 500, 1000, 1000]);
+    assert.ok(Math.max(...delays) <= 1000);
+    const total = delays.reduce((a, b) => a + b, 0);
+    assert.ok(total >= KEPT_RECONNECT_MS && total < KEPT_RECONNECT_MS + 1000, String(total));
+  });
+
+  test('the view waits out the restart on the direct channel, says so in one line, and types on', t => {
+    const { made, fallback, carrier, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    // The widget's comm dies with the kernel; then the kernel's socket closes.
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.closedWith, null);
+    assert.equal(view.interruptedWith, 'disconnected from the kernel; reconnecting');
+    assert.ok(carrier.outlivedFallback);
+    made[0].drop(1001);
+    carrier.send({ type: 'input', data: 'e' }); // typed while the kernel restarts: waits
+    // The restart takes 3 s: the relay has no socket yet (4404), well past the 1.75 s of a plain drop.
+    let waited = 0;
+    while (waited < 3000) {
+      const delay = reconnectDelay(made.length - 1, true, waited)!;
+      t.mock.timers.tick(delay);
+      waited += delay;
+      made[made.length - 1].drop(4404);
+    }
+    const before = made.length;
+    t.mock.timers.tick(1000);
+    assert.equal(made.length, before + 1);
+    const next = made[made.length - 1];
+    next.hello();
+    assert.deepEqual(next.sent[0], encodeInput(SID, 'e'));
+    const attach = next.json().find(m => m.type === 'attach')!;
+    assert.ok(attach, 'attached again by session id');
+    next.text({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 0, alive: true, exit_code: null, rows: 24, cols: 80, kept: true });
+    next.binary(outputFrame(SID, 0, utf8.encode('$ e')));
+    // The prompt the line cut is drawn again under it, where the shell's cursor is.
+    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\n$ e`);
+    carrier.send({ type: 'input', data: 'cho\r' });
+    assert.deepEqual(next.sent.at(-1), encodeInput(SID, 'cho\r'));
+    assert.equal(fallback.sent.length, 0);
+    // A later drop (the network) is no restart: no second line.
+    next.drop();
+    t.mock.timers.tick(RECONNECT_DELAYS_MS[0]);
+    made[made.length - 1].hello();
+    replay(made[made.length - 1], utf8.encode('$ echo\r\n'), 64, true, true);
+    assert.equal(view.text().split(KEPT_NOTICE).length, 2);
+    // Another Restart Kernel: the kernel closes the channel (1001) again, and the view says so again.
+    made[made.length - 1].drop(1001);
+    t.mock.timers.tick(RECONNECT_DELAYS_MS[0]);
+    made[made.length - 1].hello();
+    replay(made[made.length - 1], utf8.encode('$ echo\r\n$ '), 64, true, true);
+    assert.equal(view.text().split(KEPT_NOTICE).length, 3);
+    assert.equal(view.closedWith, null);
+  });
+
+  test('a next kernel quicker than the news of the old one\'s comm: one line, and the view goes on', t => {
+    const { made, fallback, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    made[0].drop(1001);
+    t.mock.timers.tick(RECONNECT_DELAYS_MS[0]);
+    made[1].hello();
+    replay(made[1], utf8.encode('$ '), 64, true, true);
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.interruptedWith, null, 'already on the next kernel');
+    assert.equal(view.closedWith, null);
+    assert.equal(view.text(), `$ \r\n\x1b[2m${KEPT_NOTICE}\x1b[22m\r\n$ `);
+  });
+
+  test('a next kernel that never answers ends the view after 30 s, saying how to open the session again', t => {
+    const { made, fallback, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    made[0].drop(1001); // the socket may close before the comm
+    fallback.end('disconnected from the kernel');
+    // Every try is refused (the kernel is gone): a try a second at most, until 30 s have gone by.
+    let elapsed = 0;
+    let dropped = 1;
+    while (view.closedWith === null && elapsed < 2 * KEPT_RECONNECT_MS) {
+      t.mock.timers.tick(250);
+      elapsed += 250;
+      while (dropped < made.length) {
+        made[dropped++].drop(1006);
+      }
+    }
+    assert.equal(view.closedWith, 'the kernel did not come back; open it again with %%uexec --live -s 7');
+    assert.ok(elapsed >= KEPT_RECONNECT_MS && elapsed <= KEPT_RECONNECT_MS + 1000, String(elapsed));
+    assert.ok(made.length >= 30, `${made.length} tries`);
+    const tries = made.length;
+    t.mock.timers.tick(60_000);
+    assert.equal(made.length, tries, 'no more tries');
+  });
+
+  test('with no direct channel a kept view closes saying how to open the session again', () => {
+    const fallback = new FakeFallback();
+    const carrier = new DirectFirstCarrier(null, fallback, KEPT);
+    const view = new View(carrier);
+    const attach = fallback.sent[0] as { request_id: string };
+    fallback.push({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 0, alive: true, exit_code: null, rows: 24, cols: 80, kept: true });
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.closedWith, 'disconnected from the kernel; open it again with %%uexec --live -s 7');
+  });
+
+  test('a session not kept closes with its kernel as before, the channel too', t => {
+    const { made, fallback, carrier, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, false);
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.closedWith, 'disconnected from the kernel');
+    assert.equal(view.interruptedWith, null);
+    assert.ok(carrier.isClosed && made[0].closed);
+    t.mock.timers.tick(10_000);
+    assert.equal(made.length, 1);
+  });
+
+  test('a widget closed by its owner (close() in Python) ends the view, kept or not', t => {
+    const { made, fallback, view } = directFirst(t, KEPT);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    fallback.closedByOwner = true;
+    fallback.end('disconnected from the kernel');
+    assert.equal(view.closedWith, 'disconnected from the kernel');
+    assert.ok(made[0].closed);
+  });
+
+  test('without the option (a terminal tab, which opens a new comm itself) a kept view closes too', t => {
+    const { made, fallback, view } = directFirst(t);
+    made[0].hello();
+    replay(made[0], utf8.encode('$ '), 64, true, true);
+    fallback.end('the kernel restarted');
+    assert.equal(view.closedWith, 'the kernel restarted');
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { commandLine, exitNotice, formatBytes, sessionLabel, sessionState, viewState } from '../src/format';
+import { commandLine, exitNotice, formatBytes, keptLabel, sessionLabel, sessionState, viewState } from '../src/format';
 
 test('formatBytes uses SI units with one decimal', () => {
   assert.equal(formatBytes(1), '1 byte');
@@ -51,3 +51,11 @@ test('a named session is labelled by its name, the id beside it', () => {
   assert.equal(sessionLabel({ session_id: 7 }), 'session 7');
 });
 
+
+test('a kept session says so, with the restarts it lived through, as %uexec_sessions does', () => {
+  assert.equal(keptLabel({ kept: false, restarts: 0 }), '');
+  assert.equal(keptLabel({}), ''); // a kernel from before kept sessions
+  assert.equal(keptLabel({ kept: true, restarts: 0 }), 'kept');
+  assert.equal(keptLabel({ kept: true, restarts: 1 }), 'kept, 1 restart');
+  assert.equal(keptLabel({ kept: true, restarts: 3 }), 'kept, 3 restarts');
+});

@@ -286,6 +286,42 @@ describe('SessionStream', () => {
     assert.deepEqual(stream.handle(data(2000, 'x', 'me-2')), { kind: 'write', text: 'x', history: true });
   });
 
+  test("a resume's notice is one dim line where the view goes on, then the skip notice if any", () => {
+    const { stream } = run(attached(), data(0, '$ '));
+    stream.resume('me-2', 'kernel restarted');
+    const resumed = stream.handle(attached(0, 'me-2'));
+    // The line it cut (the prompt) is drawn again under it, where the program's cursor is.
+    assert.deepEqual(resumed, { kind: 'resumed', text: '\r\n\x1b[2mkernel restarted\x1b[22m\r\n$ ', alive: true });
+    stream.resume('me-3', 'again');
+    const skipped = stream.handle(attached(1002, 'me-3'));
+    // Output was lost: what the line held is not known, so it is not drawn.
+    assert.equal((skipped as { text: string }).text, '\r\n\x1b[2magain\x1b[22m\r\n\x1b[2m[… 1.0 kB skipped …]\x1b[22m\r\n');
+    // A resume without one says nothing.
+    stream.resume('me-4');
+    assert.deepEqual(stream.handle(attached(1002, 'me-4')), { kind: 'resumed', text: '', alive: true });
+  });
+
+  test("only a short line of text and colours is drawn again under a resume's notice", () => {
+    const cases: [string, string][] = [
+      ['out\r\n\x1b[1;32muser$\x1b[0m ', '\x1b[1;32muser$\x1b[0m '], // a coloured prompt
+      ['\x1b[?2004l\r\r\n\x1b[?2004h$ ', '\x1b[?2004h$ '], // bash's, bracketed paste on
+      ['\x1b]0;title\x07\x1b]133;A\x1b\\> ', '\x1b]0;title\x07\x1b]133;A\x1b\\> '], // a title and a mark
+      ['out\r\n', ''], // at a line's start: nothing to draw
+      ['\x1b[2J\x1b[1;1Htop', ''], // cursor movement: drawn again, it would go elsewhere
+      ['50%\r60%', '50%\r60%'], // a carriage return: drawn again from column 0, the same line
+      ['\x1b[?2004h$ \r\x1b[K\r$ ', '\x1b[?2004h$ \r\x1b[K\r$ '], // readline's redraw after a resize
+      ['a\tb', ''], // a tab moves by the terminal's stops
+      ['\x1b[Aup', ''], // off the line
+      ['x'.repeat(300), ''] // not a prompt
+    ];
+    for (const [shown, again] of cases) {
+      const { stream } = run(attached(), data(0, shown));
+      stream.resume('me-2', 'n');
+      const resumed = stream.handle(attached(0, 'me-2')) as { text: string };
+      assert.ok(resumed.text.endsWith(`\x1b[2mn\x1b[22m\r\n${again}`), JSON.stringify([shown, resumed.text]));
+    }
+  });
+
   test('a resume shows the exit once, and a forgotten exited session needs no words', () => {
     const exited: KernelMessage = { type: 'exited', session_id: 0, exit_code: 0 };
     const { stream, actions } = run(attached(), data(0, 'bye\r\n'), exited);

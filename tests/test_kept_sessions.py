@@ -169,7 +169,7 @@ def test_kept_sessions_end_when_no_kernel_comes_back_within_the_grace(runtime, t
         kernel.manager.provisioner.process.wait(timeout=DEADLINE_S)
         assert gone([kept, *keeper])
         # What the keeper held goes with it; the dead kernel's own journals are the guardian's to remove.
-        assert [name for name in leftovers(runtime) if name.startswith("uexec-kept-")] == [] and not os.path.exists(socket_path)
+        assert [name for name in leftovers(runtime) if name.startswith("uexec-journals-kept-")] == [] and not os.path.exists(socket_path)
     finally:
         kernel.manager.shutdown_kernel(now=True)
         kernel.client.stop_channels()

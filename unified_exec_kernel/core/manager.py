@@ -263,8 +263,15 @@ class UnifiedExecSessionManager:
                                               meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": time.time()})
         except OSError as error:
             raise CreateSessionError(plan.command, error) from error
-        self._check_name(plan.command, name)  # another session may have taken it while the keeper answered
-        return self._open(plan, Kept(spawned.pid, spawned.master_fd, spawned.output_fd))
+        kept = Kept(spawned.pid, spawned.master_fd, spawned.output_fd)
+        try:
+            self._check_name(plan.command, name)  # another session may have taken it while the keeper answered
+        except InvalidSessionNameError:
+            for fd in (kept.master_fd, kept.output_fd):
+                os.close(fd)
+            self.keeper.forget(plan.session_id)  # the keeper ends what it started
+            raise
+        return self._open(plan, kept)
 
     def _plan(self, argv, name, cwd, env, integration, tty=True, buffer_bytes=None) -> _Plan:
         """Everything a new session needs, checked before anything starts (its id taken last)."""

@@ -42,7 +42,7 @@ class Place:
         return UnifiedExecSessionManager(keeper=keeper, journals=store, shell_integration=True)
 
     def kept_journal_dirs(self) -> list[str]:
-        return [name for name in os.listdir(self.root) if name.startswith("uexec-kept-")]
+        return [name for name in os.listdir(self.root) if name.startswith("uexec-journals-kept-")]
 
 
 @pytest.fixture

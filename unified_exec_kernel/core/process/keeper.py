@@ -43,7 +43,8 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .keeper_process import BOOTSTRAP, FIRST_KERNEL_FD, LISTEN_FD, MAX_MESSAGE_BYTES
+from ..journal.lifetime import make_kernel_dir
+from .keeper_process import BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MAX_MESSAGE_BYTES
 from .guardian_process import ROOT
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,9 @@ class Keeper:
 
     async def _start(self) -> None:
         """Start the keeper process with its listening socket and our connection to it."""
-        self.journal_dir = tempfile.mkdtemp(prefix="uexec-kept-", dir=self.journal_root)
+        # Made as a kernel's journal directory is, its owner lock handed to the keeper, which holds it
+        # for its life: the next kernel's sweep removes it only once the keeper is gone.
+        self.journal_dir, lock = make_kernel_dir(self.journal_root, "kept")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -166,6 +169,7 @@ class Keeper:
                     (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
                     (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                     (os.POSIX_SPAWN_DUP2, theirs.fileno(), FIRST_KERNEL_FD),
+                    (os.POSIX_SPAWN_DUP2, lock, DIRECTORY_LOCK_FD),
                 ],
                 setsid=True,
                 setsigmask=(),
@@ -177,6 +181,7 @@ class Keeper:
         finally:
             listener.close()
             theirs.close()
+            os.close(lock)
         ours.setblocking(False)
         self._attach(ours)
         self._watch_child()

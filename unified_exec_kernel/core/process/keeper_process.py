@@ -69,6 +69,8 @@ LISTEN_FD = 0
 """The listening socket, bound by the kernel that starts the keeper (so no kernel waits for a bind)."""
 FIRST_KERNEL_FD = 3
 """The first kernel's connection (a socketpair made at start: no connect race)."""
+DIRECTORY_LOCK_FD = 4
+"""The owner lock of the kept journals' directory (core/journal/lifetime.py), held for the keeper's life."""
 
 
 class Kept:
@@ -459,12 +461,12 @@ def serve(journal_dir: str, grace: float) -> int:
     # Whatever else the kernel let us inherit is not ours to hold, nor our programs'.
     for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else ():
         fd = int(name)
-        if fd > 2 and fd != FIRST_KERNEL_FD:
+        if fd > 2 and fd not in (FIRST_KERNEL_FD, DIRECTORY_LOCK_FD):
             try:
                 os.close(fd)
             except OSError:
                 pass
-    for fd in (LISTEN_FD, FIRST_KERNEL_FD):
+    for fd in (LISTEN_FD, FIRST_KERNEL_FD, DIRECTORY_LOCK_FD):
         # Handed over by posix_spawn's dup2, so inheritable: no program we start may hold them
         # (one holding the kernel's connection would hide its end from the kernel).
         os.set_inheritable(fd, False)

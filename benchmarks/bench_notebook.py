@@ -568,7 +568,7 @@ def startup(runs: int = 5) -> dict:
     kinds = ("start", "restart", "start_cpu", "restart_cpu")
     times: dict[str, dict[str, list[float]]] = {name: {kind: [] for kind in kinds} for name in ("python3", "uexec")}
 
-    def answered(client) -> None:
+    def answered(manager: KernelManager, client) -> None:
         # Not wait_for_ready: it ends with 0.2 s of listening to iopub (the same
         # for both kernels, so it hides their difference) and, after a restart,
         # may take a reply that was already on its way. A request sent before a
@@ -578,6 +578,8 @@ def startup(runs: int = 5) -> dict:
         while True:
             now = time.monotonic()
             assert now < deadline, "no kernel_info reply within 60 s"
+            if not manager.is_alive():
+                raise RuntimeError(f"the {manager.kernel_name} kernel died before it answered (run it by hand to see its error)")
             if now >= again:
                 sent.add(client.kernel_info())
                 again = now + 0.5
@@ -606,12 +608,12 @@ def startup(runs: int = 5) -> dict:
                 manager.start_kernel(stderr=subprocess.DEVNULL)
                 client = manager.blocking_client()
                 client.start_channels()
-                answered(client)
+                answered(manager, client)
                 times[name]["start"].append(time.perf_counter() - started)
                 times[name]["start_cpu"].append(cpu(manager))
                 started = time.perf_counter()
                 manager.restart_kernel(now=False)
-                answered(client)
+                answered(manager, client)
                 times[name]["restart"].append(time.perf_counter() - started)
                 times[name]["restart_cpu"].append(cpu(manager))
             finally:

@@ -42,8 +42,8 @@ def test_live_view_attaches_types_resizes_and_sees_the_exit(kernel):
     data, execution = show_live(kernel, "%%uexec --live -t 500\nbash --norc -i\n")
     model_id = data[VIEW]["model_id"]
     assert "[live terminal: session" in data["text/plain"]  # readable without the front end
-    # The view's header keeps the state; the cell's line names the session and leaves the state to it.
-    assert re.search(r"^\[session \d+ · \d+\.\d\d s\]$", execution.text, re.M), execution.text
+    # The view's header keeps the state; the cell's line says the state the wait ended in, which stays true.
+    assert re.search(r"^\[session \d+ was running · \d+\.\d\d s\]$", execution.text, re.M), execution.text
     custom(kernel, model_id, {"type": "attach", "request_id": "view-1"})
     events = custom_until(kernel, model_id, lambda c: c["type"] == "data" and c["request_id"] == "view-1")
     attached = [c for c in events if c["type"] == "attached"][0]

@@ -357,9 +357,6 @@ async def test_a_refused_request_takes_no_session_id(manager):
     assert manager.spawn(["true"]) == first + 2  # "x" took one; the refusals none
 
 
-@pytest.mark.parametrize("name", ["sh", "build-1", "py3.12", "_tmp"])
-
-
 @pytest.mark.parametrize("name", ["sh", "build-1", "py3.12", "_tmp", "café", "é", "Σ2", "日本"])
 async def test_names_of_words_digits_dots_and_dashes_are_taken(manager, name):
     session_id = manager.spawn(["true"], name=name)

@@ -15,7 +15,6 @@ from unified_exec_kernel.core.journal.lifetime import (
     OWNER,
     PREFIX,
     make_kernel_dir,
-    mark_kept,
     remove_kernel_journals,
     sweep_dead_kernels,
 )
@@ -47,7 +46,7 @@ def test_made_fresh_private_and_locked_each_time(tmp_path):
     assert sorted(sweep_dead_kernels(str(tmp_path))) == sorted([first, second])  # their locks went
 
 
-def test_removal_keeps_keep_and_kept_sessions_and_never_follows_a_link(tmp_path):
+def test_removal_keeps_a_kept_directory_and_never_follows_a_link(tmp_path):
     directory, lock = make_kernel_dir(str(tmp_path), "k")
     os.close(lock)
     outside = tmp_path / "outside"
@@ -55,12 +54,8 @@ def test_removal_keeps_keep_and_kept_sessions_and_never_follows_a_link(tmp_path)
     for name in ("session-0.cast", "session-0.cast.idx", "session-1.cast", "session-1.cast.idx", "session-2.cast"):
         touch(os.path.join(directory, name))
     os.symlink(outside, os.path.join(directory, "session-3.cast"))
-    mark_kept(directory, 1)
-    assert remove_kernel_journals(directory, except_ids=[2]) is False  # kept ones are left, so is the directory
-    assert sorted(os.listdir(directory)) == sorted([OWNER, "session-1.cast", "session-1.cast.idx", "session-1.cast.kept", "session-2.cast"])
-    assert outside.exists()
-    os.unlink(os.path.join(directory, "session-1.cast.kept"))  # the keeper lets go
     assert remove_kernel_journals(directory) is True and not os.path.exists(directory)
+    assert outside.exists()  # the link went, not what it points at
     assert remove_kernel_journals(directory) is True  # again: nothing to do
 
     kept, lock = make_kernel_dir(str(tmp_path), "k", keep=True)
@@ -102,19 +97,14 @@ def test_the_sweep_takes_only_what_is_provably_gone_and_ours(tmp_path):
         os.close(lock)
 
 
-def test_a_store_closing_removes_its_directory_but_the_kept_journals(tmp_path):
+def test_a_store_closing_removes_its_directory(tmp_path):
     from unified_exec_kernel.core.journal import JournalStore
 
     directory, lock = make_kernel_dir(str(tmp_path), "k")
     store = JournalStore(directory, owner_fd=lock)
     touch(os.path.join(directory, "session-4.cast"))
-    touch(os.path.join(directory, "session-5.cast"))
-    mark_kept(directory, 5)
     store.close()
-    assert sorted(os.listdir(directory)) == [OWNER, "session-5.cast", "session-5.cast.kept"]
-    assert sweep_dead_kernels(str(tmp_path)) == []  # its lock is free now, but the kept journal stays
-    os.unlink(os.path.join(directory, "session-5.cast.kept"))
-    assert sweep_dead_kernels(str(tmp_path)) == [directory]
+    assert not os.path.exists(directory) and sweep_dead_kernels(str(tmp_path)) == []
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", ""])

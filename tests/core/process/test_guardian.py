@@ -156,15 +156,14 @@ async def test_the_bare_engine_starts_no_guardian(manager):
     assert not [child for child in psutil.Process().children() if "guardian" in " ".join(child.cmdline())]
 
 
-async def test_the_guardian_removes_the_kernels_journals_after_ending_its_sessions_but_what_is_kept(tmp_path):
-    """The kernel's end, however it came, takes its journals along; a kept session's journal stays."""
-    from unified_exec_kernel.core.journal.lifetime import OWNER, make_kernel_dir, mark_kept
+async def test_the_guardian_removes_the_kernels_journals_after_ending_its_sessions(tmp_path):
+    """The kernel's end, however it came, takes its journals along (kept sessions' are their keeper's)."""
+    from unified_exec_kernel.core.journal.lifetime import make_kernel_dir
 
     directory, lock = make_kernel_dir(str(tmp_path), "kernel-g\nnewline")  # any path reaches it whole
     for name in ("session-0.cast", "session-0.cast.idx", "session-1.cast"):
         with open(os.path.join(directory, name), "w") as file:
             file.write("x")
-    mark_kept(directory, 1)
     guardian = Guardian(asyncio.get_running_loop(), journal_dir=directory)
     session = start_session()
     try:
@@ -172,7 +171,7 @@ async def test_the_guardian_removes_the_kernels_journals_after_ending_its_sessio
         await async_wait_until(lambda: guardian.pid)
         await guardian.close()  # what the kernel's death looks like to it
         assert members(session.pid) == []
-        assert sorted(os.listdir(directory)) == [OWNER, "session-1.cast", "session-1.cast.kept"]
+        await async_wait_until(lambda: not os.path.exists(directory))
     finally:
         os.close(lock)
         cleanup(session)

@@ -9,10 +9,9 @@ kernel's startup sweep (`sweep_dead_kernels`: there was no guardian, or it
 died too). Removal is idempotent and keeps what must stay:
 
 - `KEEP` in the directory (`c.UnifiedExec.journal_keep`): nothing is removed.
-- `session-<id>.cast` + `KEPT_SUFFIX` (`mark_kept`): that session's journal
-  stays (a session kept past its kernel; whoever keeps it removes the marker
-  and then calls `remove_kernel_journals` again), as do session ids passed as
-  `except_ids`. The directory stays while anything is left in it.
+  (Kept sessions' journals are not here: their keeper has a directory of its
+  own, made the same way, whose lock it holds for its life; see
+  core/process/keeper.py.)
 
 Made fresh (`make_kernel_dir`): `mkdir` of a name with 64 random bits, which
 fails rather than reuse anything already there (another user's directory, a
@@ -38,10 +37,8 @@ import time
 PREFIX = "uexec-journals-"
 OWNER = ".owner"
 KEEP = ".keep"
-KEPT_SUFFIX = ".kept"
 LEGACY_AFTER_S = 60.0
 """A directory without `OWNER` (made before owners existed) is swept only when this old and its pid is gone."""
-_SESSION = re.compile(r"session-(\d+)\.cast")
 _LEGACY_PID = re.compile(r".*?-(\d+)(?:-\d+)?")
 
 
@@ -79,14 +76,8 @@ def make_kernel_dir(base: str, kernel_id: str, *, keep: bool = False) -> tuple[s
     return path, lock
 
 
-def mark_kept(directory: str, session_id: int) -> None:
-    """Exempt one session's journal from removal (for a session kept past its kernel)."""
-    fd = os.open(os.path.join(directory, f"session-{session_id}.cast{KEPT_SUFFIX}"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    os.close(fd)
-
-
-def remove_kernel_journals(directory: str, except_ids=()) -> bool:
-    """Remove a kernel's journals but the kept ones, and the directory once empty; True if it is gone.
+def remove_kernel_journals(directory: str) -> bool:
+    """Remove a kernel's journals and then the directory; True if it is gone.
 
     Never follows a link: entries are unlinked by name inside the directory,
     and a directory that is a link, or not ours, is left alone.
@@ -101,13 +92,9 @@ def remove_kernel_journals(directory: str, except_ids=()) -> bool:
         names = os.listdir(fd)
         if KEEP in names:
             return False
-        kept = {int(match.group(1)) for name in names if (match := _SESSION.match(name)) and name.endswith(KEPT_SUFFIX)}
-        kept.update(int(session_id) for session_id in except_ids)
         left = False
         for name in names:
-            match = _SESSION.match(name)
-            if name == OWNER or (match and int(match.group(1)) in kept):
-                left = left or name != OWNER
+            if name == OWNER:
                 continue
             try:
                 os.unlink(name, dir_fd=fd)

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -76,3 +77,23 @@ async def test_over_the_direct_socket_a_call_does_not_wait_for_a_running_cell(ke
             assert shown["output"] == "while-busy\n" and asyncio.get_running_loop().time() - started < 3
         finally:
             assert "cell done" in kernel.finish_execute(busy).text
+
+
+async def test_a_kernel_of_a_jupyter_server_is_found_by_url_token_and_id(tmp_path):
+    from ..server_process import JupyterServer
+
+    server = JupyterServer(tmp_path)
+    try:
+        kernel_id = server.api("POST", "api/kernels", {"name": "uexec"})["id"]
+        options = ("--server", server.http, "--token", server.token, "--kernel", kernel_id[:8])
+        async with connected(*options, env={**os.environ, "JUPYTER_RUNTIME_DIR": str(server.runtime)}) as agent:
+            shown = parse(await agent.text("exec_command", cmd="echo via-server", login=False))
+        assert shown["output"] == "via-server\n"
+        refused = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "unified_exec_kernel", "mcp", "--server", server.http, "--token", "wrong", "--kernel", kernel_id,
+            stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )
+        _, error = await asyncio.wait_for(refused.communicate(), 60)
+        assert refused.returncode == 2 and "HTTP 403" in error.decode() and "--token" in error.decode()
+    finally:
+        server.stop()

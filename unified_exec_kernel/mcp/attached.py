@@ -49,10 +49,37 @@ def connection_file_of(kernel: str) -> str:
     return found[0]
 
 
+def kernel_on_server(server: str, token: str | None, kernel: str) -> str:
+    """The full id of `kernel` (an id or a unique prefix) on the Jupyter server at `server`, asked over its REST API.
+
+    Its connection file is then found in the runtime directory: the server
+    must run on this machine, as the kernel's socket and comm are reached
+    from here.
+    """
+    import json as _json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(server.rstrip("/") + "/api/kernels", headers={"Authorization": f"token {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            kernels = _json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise ConnectionError(f"{server} refused the kernel list: HTTP {error.code}{' (is --token right?)' if error.code in (401, 403) else ''}") from None
+    except (urllib.error.URLError, ValueError) as error:
+        raise ConnectionError(f"no Jupyter server answers at {server}: {error}") from None
+    found = [entry["id"] for entry in kernels if entry.get("id", "").startswith(kernel)]
+    if len(found) != 1:
+        raise LookupError(f"{server} runs {'no kernel' if not found else f'{len(found)} kernels'} with id {kernel!r}")
+    return found[0]
+
+
 def attached_engine(*, kernel: str | None = None, server: str | None = None, token: str | None = None, connection_file: str | None = None, carrier: str = "auto"):
     """What `serve` makes its engine with: an `AttachedEngine` on that kernel's connection file."""
-    if server is not None or token is not None:
-        raise ValueError("--server/--token are not supported yet: give --kernel (found in the runtime directory) or --connection-file")
+    if server is not None and connection_file is None:
+        if kernel is None:
+            raise ValueError("--server needs --kernel ID (which of its kernels)")
+        kernel = kernel_on_server(server, token, kernel)
     path = connection_file or connection_file_of(kernel)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no connection file {path}")

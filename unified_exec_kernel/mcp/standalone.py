@@ -60,6 +60,8 @@ class StandaloneEngine:
     async def list_sessions(self, arguments: dict) -> list[dict]:
         _no_arguments(arguments)
         sessions = [self.manager.session(info.session_id) for info in self.manager.list_sessions()]
+        if not sessions:
+            return []
         stats = await asyncio.get_running_loop().run_in_executor(None, session_stats, [session.pid for session in sessions if session.alive])
         return [describe(session, stats.get(session.pid)) for session in sessions]
 

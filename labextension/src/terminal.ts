@@ -185,6 +185,9 @@ export class SessionTerminal {
         if (action.bytes) {
           this._writeOutput(action.bytes, action.history === true);
         }
+        if (action.history && this._replayAtPtySize && !this._stream.replaying) {
+          this._scheduleFit(); // the replay's last piece: fit once it is parsed
+        }
         break;
       case 'resumed':
         this._write(action.text);
@@ -314,6 +317,9 @@ export class SessionTerminal {
       this._sentSize = '';
     }
     if (this._replayAtPtySize) {
+      if (this._stream.replaying) {
+        return; // more of the replay is on its way: its last piece schedules the fit
+      }
       // xterm parses writes later than `resize` applies: fit once the
       // replay queued so far (in the pacer, then in xterm) has been parsed
       // at the PTY's size.

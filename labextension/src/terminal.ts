@@ -376,9 +376,13 @@ function isSaveKey(event: KeyboardEvent): boolean {
   return (event.ctrlKey || event.metaKey) && !event.altKey && !event.shiftKey && event.code === 'KeyS';
 }
 
-/** The view is in a JupyterLab or Notebook 7 page, whose Ctrl+S saves the notebook. */
+/**
+ * The view is in a JupyterLab or Notebook 7 main-area widget (a notebook, a
+ * console, our terminal tab), where Ctrl+S is the application's save. Not by
+ * the shell's class: Voila's page has a `.jp-LabShell` too, and no save.
+ */
 function inJupyterApp(node: HTMLElement): boolean {
-  return node.closest('.jp-LabShell, .jp-NotebookShell') !== null;
+  return node.closest('.jp-MainAreaWidget') !== null;
 }
 
 function clamp(n: number): number {

@@ -78,6 +78,15 @@ export class SessionStream {
     return this._paused && this._state === 'attached' && this._alive;
   }
 
+  /**
+   * The replay has not all come yet (`attached.end` not reached): the view
+   * keeps the PTY's size until it has, so all of it is parsed at the size it
+   * was written at, however slowly it arrives.
+   */
+  get replaying(): boolean {
+    return this._state === 'attached' && this._end < this._replayEnd;
+  }
+
   /** Attached to a running process: keystrokes and resizes make sense. */
   get live(): boolean {
     return this._state === 'attached' && this._alive;

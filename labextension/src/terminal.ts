@@ -185,6 +185,9 @@ export class SessionTerminal {
         if (action.bytes) {
           this._writeOutput(action.bytes, action.history === true);
         }
+        if (action.history && this._replayAtPtySize && !this._stream.replaying) {
+          this._scheduleFit(); // the replay's last piece: fit once it is parsed
+        }
         break;
       case 'resumed':
         this._write(action.text);
@@ -314,6 +317,9 @@ export class SessionTerminal {
       this._sentSize = '';
     }
     if (this._replayAtPtySize) {
+      if (this._stream.replaying) {
+        return; // more of the replay is on its way: its last piece schedules the fit
+      }
       // xterm parses writes later than `resize` applies: fit once the
       // replay queued so far (in the pacer, then in xterm) has been parsed
       // at the PTY's size.
@@ -370,9 +376,13 @@ function isSaveKey(event: KeyboardEvent): boolean {
   return (event.ctrlKey || event.metaKey) && !event.altKey && !event.shiftKey && event.code === 'KeyS';
 }
 
-/** The view is in a JupyterLab or Notebook 7 page, whose Ctrl+S saves the notebook. */
+/**
+ * The view is in a JupyterLab or Notebook 7 main-area widget (a notebook, a
+ * console, our terminal tab), where Ctrl+S is the application's save. Not by
+ * the shell's class: Voila's page has a `.jp-LabShell` too, and no save.
+ */
 function inJupyterApp(node: HTMLElement): boolean {
-  return node.closest('.jp-LabShell, .jp-NotebookShell') !== null;
+  return node.closest('.jp-MainAreaWidget') !== null;
 }
 
 function clamp(n: number): number {

@@ -89,6 +89,21 @@ describe('SessionStream', () => {
     assert.equal(stream.paused, false);
   });
 
+  test('replaying until the data reaches attached.end, however it is cut', () => {
+    const stream = new SessionStream();
+    stream.begin(ME);
+    stream.handle({ ...attached(), end: 9 });
+    assert.equal(stream.replaying, true);
+    stream.handle(data(0, 'abcd', ME));
+    assert.equal(stream.replaying, true);
+    stream.handle(data(4, 'efghi', ME));
+    assert.equal(stream.replaying, false);
+    const empty = new SessionStream();
+    empty.begin(ME);
+    empty.handle({ ...attached(), end: 0 });
+    assert.equal(empty.replaying, false, 'an empty scrollback is no replay to wait for');
+  });
+
   test('what a resume missed is history too, and what follows it is live', () => {
     const stream = new SessionStream();
     stream.begin(ME);

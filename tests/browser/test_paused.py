@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from .conftest import fresh_page
+from .test_live_view_anywhere import voila  # noqa: F401 - the Voila server fixture
 from .test_lab import BASH, open_notebook, open_sessions_panel, run_cell, screenshot_artifact, start_live_shell, type_line, wait_for_lines, wait_output, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -62,3 +64,25 @@ def test_ctrl_s_in_a_live_view_saves_and_a_paused_terminal_says_so_in_jupyterlab
     type_line(page, tab, "echo tab-$((5*5))")
     wait_for_lines(tab, lambda lines: "tab-25" in lines, 10, "the shell's answer after Ctrl+S in the tab")
     assert not tab.locator(".uexec-terminal-paused").is_visible()
+
+
+def test_in_voila_ctrl_s_is_the_terminals_xoff_and_the_view_says_so(voila, browser):
+    # No save command in a dashboard: the key goes to the terminal, as in any terminal, and is never silent.
+    import urllib.parse
+
+    voila.write_notebook("paused_dashboard", ["import os; os.environ['PS1'] = '$ '", LIVE])
+    with fresh_page(browser, voila) as page:
+        page.goto(f"{voila.url}/voila/render/{urllib.parse.quote('paused_dashboard.ipynb')}")
+        terminal = page.locator(".uexec-widget .uexec-terminal")
+        terminal.wait_for(timeout=60_000)
+        wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 30, "the prompt")
+        note = terminal.locator(".uexec-terminal-paused")
+        terminal.click()
+        page.keyboard.press("Control+s")
+        wait_until(note.is_visible, 10, "the view to say output is paused")
+        assert page.locator(".uexec-widget-state").inner_text() == "running · output paused (Ctrl+Q resumes)"
+        type_line(page, terminal, "echo held-$((8*8))")
+        screenshot_artifact(page, "voila-paused.png")
+        page.keyboard.press("Control+q")
+        wait_for_lines(terminal, lambda lines: "held-64" in lines, 10, "the held output once Ctrl+Q resumed it")
+        wait_until(lambda: not note.is_visible(), 10, "the paused note to go")

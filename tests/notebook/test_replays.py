@@ -52,5 +52,5 @@ def test_every_malformed_recording_is_one_line_naming_it(kernel, tmp_path):
         (tmp_path / name).write_text(text)
         execution = kernel.execute(f"%uexec_replay {tmp_path / name}")
         lines = [line for line in execution.text.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith(f"UsageError: {name}"), (name, execution.text)
+        assert len(lines) == 1 and lines[0].startswith(f"UsageError: {tmp_path / name} "), (name, execution.text)  # the file as given
     assert kernel.run("print(6 * 7)").strip() == "42"

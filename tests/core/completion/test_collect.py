@@ -7,6 +7,7 @@ import pytest
 
 from unified_exec_kernel import CreateSessionError, UnifiedExecSessionManager, UnknownSessionIdError
 from unified_exec_kernel.core.completion.collect import CommandEnd, EndedBy, WaitFor, collect, compile_until
+from unified_exec_kernel.core.errors import InvalidSessionNameError
 from unified_exec_kernel.core.completion.semantic_prompt import PromptEvent
 
 from ..helpers import Reader, spawn
@@ -272,7 +273,7 @@ async def test_names_cwd_and_env(manager, tmp_path):
     started = await manager.start(["bash", "-c", "pwd; echo $GREETING; sleep 30"], name="greeter", cwd=str(tmp_path), env={"GREETING": "hello"}, until="hello")
     assert str(tmp_path) in started.output and "hello" in started.output
     assert manager.list_sessions()[0].name == "greeter"
-    with pytest.raises(CreateSessionError, match="held by running session"):
+    with pytest.raises(InvalidSessionNameError, match="held by running session"):
         manager.spawn(["true"], name="greeter")
     await manager.kill("greeter")
     with pytest.raises(UnknownSessionIdError):

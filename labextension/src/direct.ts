@@ -9,6 +9,7 @@
  */
 
 import { CarrierBase, type Carrier } from './carrier';
+import { DISCONNECTED, DISCONNECTED_NOTICE } from './format';
 import {
   asKernelMessage,
   PROTOCOL_VERSION,
@@ -495,7 +496,9 @@ export class DirectFirstCarrier extends CarrierBase {
       }
       return;
     }
-    this._close(kept ? `${reason}; ${this._reopenHint()}` : reason);
+    // A kept session did not end with the kernel: say only what this view lost.
+    const lost = reason === DISCONNECTED_NOTICE ? DISCONNECTED : reason;
+    this._close(kept ? `${lost}; ${this._reopenHint()}` : reason);
   }
 
   private _reopenHint(): string {

@@ -55,15 +55,21 @@ export function exitNotice(exitCode: number | null, closed = false): string {
 export const ENDED_WITH_THE_KERNEL = 'ended with the kernel (disconnected)';
 
 /** The terminal's notice when its carrier closes with the kernel. */
-export const DISCONNECTED_NOTICE = 'disconnected from the kernel: the session ended with it';
+export const DISCONNECTED = 'disconnected from the kernel';
+export const DISCONNECTED_NOTICE = `${DISCONNECTED}: the session ended with it`;
 
 export function viewState(
   alive: boolean,
   exitCode: number | null,
   connected: boolean,
-  closed = false
+  closed = false,
+  kept = false
 ): string {
-  return alive && !connected ? ENDED_WITH_THE_KERNEL : sessionState(alive, exitCode, closed);
+  if (alive && !connected) {
+    // A kept session outlives its kernel: only this view lost it.
+    return kept ? 'disconnected' : ENDED_WITH_THE_KERNEL;
+  }
+  return sessionState(alive, exitCode, closed);
 }
 
 /**

@@ -178,7 +178,7 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   );
   // After a kernel restart the traits are the old kernel's, frozen: a kept
   // session's view then says what its own `attached` and `exited` say.
-  const heard = { alive: model.get('alive'), exitCode: model.get('exit_code'), closed: false };
+  const heard = { alive: model.get('alive'), exitCode: model.get('exit_code'), closed: false, kept: false };
   let waiting = false;
   let paused = false;
   const update = (): void => {
@@ -189,7 +189,8 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
       own ? model.get('alive') : heard.alive,
       own ? model.get('exit_code') : heard.exitCode,
       !carrier.isClosed,
-      own ? model.get('closed') === true : heard.closed
+      own ? model.get('closed') === true : heard.closed,
+      heard.kept
     );
     state.textContent = waiting
       ? 'reconnecting'
@@ -202,6 +203,7 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
       if (msg.type === 'attached') {
         heard.alive = msg.alive;
         heard.exitCode = msg.exit_code;
+        heard.kept = msg.kept === true;
       } else if (msg.type === 'exited') {
         Object.assign(heard, { alive: false, exitCode: msg.exit_code, closed: msg.closed === true });
       } else {

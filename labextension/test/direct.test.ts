@@ -19,6 +19,7 @@ import {
 } from '../src/direct';
 import { nextRequestId, type FrontEndMessage, type KernelMessage } from '../src/protocol';
 import { SessionStream } from '../src/stream';
+import { DISCONNECTED_NOTICE } from '../src/format';
 
 const SID = 7;
 const URL_ = 'ws://h/uexec/kernels/k/channel';
@@ -509,7 +510,7 @@ describe('a kept session across a kernel restart', () => {
     const view = new View(carrier);
     const attach = fallback.sent[0] as { request_id: string };
     fallback.push({ type: 'attached', request_id: attach.request_id, session_id: SID, offset: 0, alive: true, exit_code: null, rows: 24, cols: 80, kept: true });
-    fallback.end('disconnected from the kernel');
+    fallback.end(DISCONNECTED_NOTICE); // what the widget's comm says as it dies with its kernel
     assert.equal(view.closedWith, 'disconnected from the kernel; open it again with %%uexec --live -s 7');
   });
 

@@ -33,6 +33,7 @@ test('a session the user closed reads as closed, not as killed by its hangup', (
 test('a view that lost its kernel no longer says running', () => {
   assert.equal(viewState(true, null, true), 'running');
   assert.equal(viewState(true, null, false), 'ended with the kernel (disconnected)');
+  assert.equal(viewState(true, null, false, false, true), 'disconnected'); // a kept session outlives its kernel
   assert.equal(viewState(false, 3, false), 'exited with code 3');
   // How it ended stays true after the kernel went.
   assert.equal(viewState(false, 3, false), 'exited with code 3');

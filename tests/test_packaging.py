@@ -289,7 +289,7 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
         r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nOriginal token count: \d+\nOutput:\n",
         agent,
     ), agent
-    assert "hello, agent\r\n" in agent
+    assert "\necho hello, agent\nhello, agent\n" in agent  # shown as a cell shows it (issue 26, 15)
     assert [row.split()[1] for row in text("tour-sessions-end").strip().splitlines()[1:]] == ["sh"]  # the live view's
 
     # nbclient shut the kernel down: nothing this test started runs, nobody listens on the port

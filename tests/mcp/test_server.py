@@ -31,9 +31,20 @@ async def test_exec_command_and_write_stdin_answer_in_codex_grammar_and_tell_the
         session_id = int(running["session"])
         polled = parse(await agent.text("write_stdin", session_id=session_id))  # an empty write polls
         assert (polled["exit"], polled["output"]) == ("0", "done\n")
-        told = await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == session_id)
-        assert told["exit_code"] == 0 and told["lines"][-1] == "done"
-        assert not any(n["session_id"] != session_id for n in agent.notifications)  # the quick one was answered, not told
+
+
+async def test_an_exit_is_told_once_when_no_answer_reported_it_and_not_when_a_poll_did():
+    async with connected() as agent:
+        parse(await agent.text("exec_command", cmd="echo hi; exit 7"))  # answered with its exit: not told
+        polled_id = int(parse(await agent.text("exec_command", cmd="echo start; sleep 0.5; echo done", login=False, yield_time_ms=250))["session"])
+        polled = parse(await agent.text("write_stdin", session_id=polled_id))  # an empty write waits for the exit
+        assert (polled["exit"], polled["output"]) == ("0", "done\n")
+        # Nobody polls this one: its end is told. Notifications keep their order, so once this one is
+        # here, the polled session's exit (which came first) would be here too had it been sent.
+        left_id = int(parse(await agent.text("exec_command", cmd="sleep 0.5; echo bye; exit 3", login=False, yield_time_ms=250))["session"])
+        told = await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == left_id)
+        assert told["exit_code"] == 3 and told["lines"] == ["bye"] and told["closed"] is False
+        assert [n["session_id"] for n in agent.notifications if n["event"] == "exited"] == [left_id]
 
 
 async def test_tty_false_has_stdin_closed_but_ctrl_c_and_tty_true_takes_input():

@@ -41,3 +41,19 @@ async def test_a_barrier_waits_for_what_was_queued_before_it(tmp_path):
         await manager.start(["echo", "ready"], name="e")
         await asyncio.wrap_future(store.flushed())
         assert b'"ready\\r\\n"' in open(store.find("e").path, "rb").read()
+
+
+def test_an_idle_writer_gathers_what_comes_next_but_a_barrier_or_the_close_never_waits_for_it(tmp_path, monkeypatch):
+    """Woken from idle it waits GATHER_IDLE_S for more items (a short command's open, output, exit
+    and close), off the path of the call that started it; whoever waits for the disk cuts that short."""
+    monkeypatch.setattr("unified_exec_kernel.core.journal.writer.GATHER_IDLE_S", 3600)  # a wait nobody sits out
+    writer = JournalWriter(kernel_bytes=1 << 30)
+    journal = JournalFile(str(tmp_path / "j.cast"), {"version": 3, "term": {"cols": 80, "rows": 24}}, monotonic_start=time.monotonic(), session_bytes=1 << 30)
+    writer.put(("open", journal))
+    writer.output(journal, time.monotonic(), b"first", 0)
+    writer.flushed().result(timeout=10)
+    assert b'"first"' in (tmp_path / "j.cast").read_bytes()
+    writer.output(journal, time.monotonic(), b"second", 5)  # the writer is idle again: it gathers
+    started = time.monotonic()
+    writer.close(timeout=10)
+    assert time.monotonic() - started < 10 and b'"second"' in (tmp_path / "j.cast").read_bytes()

@@ -41,7 +41,8 @@ MAX_EVENT_BYTES = 64 * 1024
 # meanwhile (a full PTY stops its program). So it works in short stretches: at most this
 # many items a round, and a write (which lets the GIL go) after each full event.
 MAX_ITEMS = 256
-COALESCE_US = 20_000  # output closer together than this shares an event (a frame at 50 fps)
+COALESCE_US = 20_000
+GATHER_IDLE_S = 0.02  # an idle writer woken by an item waits this long for more (a barrier does not wait)  # output closer together than this shares an event (a frame at 50 fps)
 FILE_MODE = 0o600
 
 
@@ -97,6 +98,7 @@ class JournalWriter:
         self.on_remove = on_remove  # told (on this thread) when a cap evicted a journal
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._urgent = threading.Event()  # somebody waits for the disk (a barrier, the close): no gathering
         self._start_lock = threading.Lock()
         self._journals: list[JournalFile] = []  # oldest first; the writer thread's own
         self.total_bytes = 0
@@ -133,6 +135,7 @@ class JournalWriter:
             future.set_result(None)
         else:
             self._queue.put(("barrier", future))
+            self._urgent.set()
         return future
 
     def close(self, timeout: float = 30.0) -> None:
@@ -145,6 +148,7 @@ class JournalWriter:
         if thread is not None:
             done: concurrent.futures.Future = concurrent.futures.Future()
             self._queue.put(("stop", done))
+            self._urgent.set()
             thread.join(timeout)
             if thread.is_alive():
                 log.warning("uexec: the journal writer did not finish within %ss", timeout)
@@ -161,6 +165,12 @@ class JournalWriter:
         stop = None
         while stop is None:
             items = [self._queue.get()]
+            if items[0][0] not in ("barrier", "stop") and not self._urgent.is_set():
+                # Woken from idle: let a moment's items gather (a short command's open, output,
+                # exit and close come within milliseconds), so the work and its GIL hand-overs
+                # come after, not while, the program and the call that started it run.
+                self._urgent.wait(GATHER_IDLE_S)
+            self._urgent.clear()
             try:
                 while len(items) < MAX_ITEMS:
                     items.append(self._queue.get_nowait())

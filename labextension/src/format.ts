@@ -19,6 +19,9 @@ export function formatBytes(bytes: number): string {
   return `${value.toFixed(1)} ${units[unit]}`;
 }
 
+/** What a view of a pipes session (an agent's `tty: false`) says once: it only watches. */
+export const READ_ONLY_NOTICE = 'read-only: this session runs on pipes, without a terminal (an agent started it with tty=false); it takes no keys';
+
 export function skipNotice(bytes: number): string {
   return `[… ${formatBytes(bytes)} skipped …]`;
 }

@@ -141,6 +141,11 @@ export interface AttachedMessage {
    * kernel and attach again (absent from kernels before kept sessions).
    */
   kept?: boolean;
+  /**
+   * false: the session runs on pipes (an agent's `tty: false`), with no terminal and
+   * stdin closed: a view only watches it. Absent from kernels before pipes sessions.
+   */
+  tty?: boolean;
 }
 
 /**

@@ -5,7 +5,7 @@
  * is tested under plain node.
  */
 
-import { exitNotice, skipNotice } from './format';
+import { exitNotice, skipNotice, READ_ONLY_NOTICE } from './format';
 import type { AttachedMessage, KernelMessage, RequestId } from './protocol';
 
 export type StreamAction =
@@ -92,6 +92,11 @@ export class SessionStream {
     return this._state === 'attached' && this._alive;
   }
 
+  /** A pipes session (`attached.tty` false): there is no terminal to type into. */
+  get readOnly(): boolean {
+    return this._readOnly;
+  }
+
   handle(msg: KernelMessage): StreamAction | null {
     switch (msg.type) {
       case 'attached':
@@ -119,6 +124,7 @@ export class SessionStream {
     }
     this._state = 'attached';
     this._alive = alive;
+    this._readOnly = msg.tty === false;
     this._replayEnd = typeof msg.end === 'number' ? msg.end : offset;
     this._paused = msg.paused === true;
     if (this._resuming) {
@@ -143,7 +149,8 @@ export class SessionStream {
     this._shown = true;
     this._end = offset;
     // Older output the kernel no longer keeps is a hole like any other skip.
-    const text = offset > 0 ? this._notice(skipNotice(offset)) : '';
+    const text =
+      (this._readOnly ? this._notice(READ_ONLY_NOTICE) : '') + (offset > 0 ? this._notice(skipNotice(offset)) : '');
     return { kind: 'attached', text, alive, rows, cols };
   }
 
@@ -256,6 +263,7 @@ export class SessionStream {
   private _exited = false;
   private _atLineStart = true;
   private _resuming = false;
+  private _readOnly = false;
   private _paused = false;
   /** Where the replay of the current attachment ends (`attached.end`). */
   private _replayEnd = 0;

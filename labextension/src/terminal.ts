@@ -138,8 +138,8 @@ export class SessionTerminal {
    * replayed), they wait for `attached` instead of vanishing.
    */
   private _type(data: string): void {
-    if (this._closed) {
-      return;
+    if (this._closed || this._stream.readOnly) {
+      return; // a pipes session takes no keys (its view said so once)
     }
     if (this._stream.live) {
       this._carrier.send({ type: 'input', data });

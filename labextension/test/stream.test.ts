@@ -89,6 +89,19 @@ describe('SessionStream', () => {
     assert.equal(stream.paused, false);
   });
 
+  test('a pipes session (attached.tty false) is read-only and its view says so once, first', () => {
+    const stream = new SessionStream();
+    stream.begin(ME);
+    const action = stream.handle({ ...attached(), tty: false }) as { kind: string; text: string };
+    assert.equal(stream.readOnly, true);
+    assert.match(action.text, /read-only: this session runs on pipes/);
+    const terminal = new SessionStream();
+    terminal.begin(ME);
+    const plain = terminal.handle({ ...attached(), tty: true }) as { kind: string; text: string };
+    assert.equal(terminal.readOnly, false);
+    assert.equal(plain.text, '');
+  });
+
   test('replaying until the data reaches attached.end, however it is cut', () => {
     const stream = new SessionStream();
     stream.begin(ME);

@@ -121,6 +121,7 @@ def test_a_kernels_journals_live_in_the_runtime_dir_and_go_with_it(tmp_path):
     kernel = Kernel("uexec", env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)})
     try:
         kernel.run("%%uexec --name j\necho journaled\n")
+        assert "journaled" in kernel.run("%uexec_output j")  # on disk: a read waits for the journal writer
         (directory,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-")]
         assert f"-{kernel.pid}-" in directory.name and directory.stat().st_mode & 0o777 == 0o700
         assert {path.stat().st_mode & 0o777 for path in directory.iterdir()} == {0o600}
@@ -183,6 +184,7 @@ def test_a_kernel_that_is_killed_leaves_no_journals(tmp_path, how):
     kernel = Kernel("uexec", env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)})
     try:
         kernel.run("%%uexec --name j\necho journaled; sleep 300 &\n")
+        assert "journaled" in kernel.run("%uexec_output j")  # on disk: a read waits for the journal writer
         directory = journal_dir_of(runtime)
         assert any(path.name.startswith("session-") for path in directory.iterdir())
         os.kill(kernel.pid, how)
@@ -224,6 +226,7 @@ def test_a_kernel_killed_without_a_guardian_has_its_journals_swept_by_the_next_k
     first, live = Kernel("uexec", env=env), Kernel("uexec", env=env)
     try:
         first.run("%%uexec --name j\necho journaled\n")
+        assert "journaled" in first.run("%uexec_output j")  # on disk: a read waits for the journal writer
         live_dirs = {path for path in runtime.iterdir() if path.name.startswith("uexec-journals-") and f"-{live.pid}-" in path.name}
         (dead,) = [path for path in runtime.iterdir() if path.name.startswith("uexec-journals-") and f"-{first.pid}-" in path.name]
         os.kill(first.pid, signal.SIGKILL)

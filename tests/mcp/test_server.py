@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import os
 
 import pytest
 
@@ -114,6 +115,21 @@ async def test_read_output_pages_the_journal_and_kill_session_ends_a_session():
         told = await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == int(running["session"]))
         assert told["closed"] is True
         assert await agent.sessions() == []
+
+
+async def test_journals_live_in_a_locked_directory_of_the_runtime_dir_and_go_with_the_server(tmp_path):
+    """Made as a kernel's are: a server killed hard leaves a directory the next one sweeps (not /tmp litter)."""
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path)}
+    leftover = tmp_path / "uexec-journals-mcp-1-0000000000000000"  # a dead server's: its lock is free
+    leftover.mkdir(mode=0o700)
+    (leftover / ".owner").write_text("1\n")
+    (leftover / "session-0.cast").write_text("x")
+    async with connected(env=env) as agent:
+        await agent.text("exec_command", cmd="echo kept", login=False)
+        [directory] = [path for path in tmp_path.iterdir() if path.name.startswith("uexec-journals-mcp-")]
+        assert directory != leftover and {".owner", "session-0.cast"} <= {path.name for path in directory.iterdir()}
+        assert "kept" in await agent.text("read_output", session_id=0)
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith("uexec-journals-")] == []
 
 
 async def test_a_watched_pattern_notifies_matching_lines_in_batches():

@@ -8,14 +8,13 @@ not a crash in the middle of a cell.
 
 from __future__ import annotations
 
-import os
 import shutil
 
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from ..core.journal import DEFAULT_KERNEL_BYTES, DEFAULT_SESSION_BYTES, JournalStore
-from ..core.journal.lifetime import make_kernel_dir, sweep_dead_kernels
+from ..core.journal.lifetime import open_own_dir
 from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from ..core.session import HOLD_S, SCROLLBACK_BYTES
@@ -84,15 +83,7 @@ class UnifiedExec(Configurable):
         """This kernel's journals, in a directory of its own under `journal_dir` (None: journals are off)."""
         if not self.journal:
             return None
-        if self.journal_dir:
-            base = self.journal_dir
-        else:
-            from jupyter_core.paths import jupyter_runtime_dir
-
-            base = jupyter_runtime_dir()
-        os.makedirs(base, mode=0o700, exist_ok=True)
-        sweep_dead_kernels(base)  # what kernels that died hard without a guardian left
-        directory, owner = make_kernel_dir(base, kernel_name, keep=self.journal_keep)
+        directory, owner = open_own_dir(self.journal_base(), kernel_name, keep=self.journal_keep)
         return JournalStore(
             directory,
             session_bytes=self.journal_session_bytes,

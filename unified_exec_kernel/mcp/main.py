@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--token", help="that server's token")
     parser.add_argument("--connection-file", metavar="F", help="attach to the kernel of this connection file")
     parser.add_argument("--carrier", choices=["auto", "direct", "comm"], default="auto", help="attached: the kernel's direct socket, its comm, or the socket where there is one (default)")
-    parser.add_argument("--journal-dir", metavar="DIR", help="standalone: keep the sessions' journals here (default: a private temporary directory)")
+    parser.add_argument("--journal-dir", metavar="DIR", help="standalone: keep the sessions' journals here (default: a private directory in Jupyter's runtime directory, removed as the server ends)")
     return parser
 
 

@@ -9,14 +9,17 @@ two Codex tools, the manager, a journal's pages, /proc stats); the server
 from __future__ import annotations
 
 import asyncio
+import os
 import re
-import tempfile
 import time
 from collections.abc import Callable
+
+from jupyter_core.paths import jupyter_runtime_dir
 
 from ..core import codex_profile as codex
 from ..core.completion.collect import compile_until
 from ..core.journal import JournalStore, open_journal
+from ..core.journal.lifetime import open_own_dir
 from ..core.journal.paging import PageRequest, page, parse_range
 from ..core.keys import signal_number
 from ..core.manager import UnifiedExecSessionManager
@@ -30,11 +33,15 @@ _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)
 
 class StandaloneEngine:
     def __init__(self, notifier: Notifier, *, journal_dir: str | None = None):
+        """`journal_dir`: keep the journals there, after the server ends. Without it they go where a
+        kernel's go (Jupyter's runtime directory: private, and swept of dead servers' as one starts)."""
         self.notifier = notifier
-        self._journal_dir = journal_dir or tempfile.mkdtemp(prefix="uexec-mcp-")
-        self.manager = UnifiedExecSessionManager(
-            max_sessions=codex.MAX_PROCESSES, journals=JournalStore(self._journal_dir, keep=journal_dir is not None), guardian=True
-        )
+        if journal_dir is None:
+            directory, owner = open_own_dir(jupyter_runtime_dir(), f"mcp-{os.getpid()}")
+            journals = JournalStore(directory, owner_fd=owner)
+        else:
+            journals = JournalStore(journal_dir, keep=True)
+        self.manager = UnifiedExecSessionManager(max_sessions=codex.MAX_PROCESSES, journals=journals, guardian=True)
         self._watched: set[int] = set()  # sessions whose exit the client is to be told
         self._polling: dict[int, int] = {}  # session id -> write_stdin calls waiting on it
         self._held_exits: dict[int, Callable[[], None]] = {}  # exits that came while a write_stdin waited

@@ -15,6 +15,7 @@ from unified_exec_kernel.core.journal.lifetime import (
     OWNER,
     PREFIX,
     make_kernel_dir,
+    open_own_dir,
     remove_kernel_journals,
     sweep_dead_kernels,
 )
@@ -95,6 +96,22 @@ def test_the_sweep_takes_only_what_is_provably_gone_and_ours(tmp_path):
             assert os.path.isdir(theirs)  # another user's is never ours to remove
     finally:
         os.close(lock)
+
+
+def test_a_process_opening_its_own_directory_sweeps_the_dead_first(tmp_path):
+    base = tmp_path / "runtime"  # made if missing, private
+    base.mkdir(mode=0o700)
+    dead = dead_kernel_dir(base)
+    directory, lock = open_own_dir(str(base), "mcp-1")
+    try:
+        assert not os.path.exists(dead) and os.path.isdir(directory)
+        assert os.path.basename(directory).startswith(f"{PREFIX}mcp-1-") and OWNER in os.listdir(directory)
+        assert sweep_dead_kernels(str(base)) == []  # ours is held
+    finally:
+        os.close(lock)
+    fresh, lock = open_own_dir(str(tmp_path / "new" / "base"), "k")
+    os.close(lock)
+    assert os.stat(tmp_path / "new" / "base").st_mode & 0o777 == 0o700 and os.path.isdir(fresh)
 
 
 def test_a_store_closing_removes_its_directory(tmp_path):

@@ -76,6 +76,18 @@ def make_kernel_dir(base: str, kernel_id: str, *, keep: bool = False) -> tuple[s
     return path, lock
 
 
+def open_own_dir(base: str, label: str, *, keep: bool = False) -> tuple[str, int]:
+    """This process's journal directory under `base` (made if missing, 0700), after sweeping the dead's.
+
+    What a kernel and a standalone MCP server both do as they start: remove
+    what processes that died hard left in `base`, then make a fresh directory
+    and hold its lock (`make_kernel_dir`).
+    """
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    sweep_dead_kernels(base)
+    return make_kernel_dir(base, label, keep=keep)
+
+
 def remove_kernel_journals(directory: str) -> bool:
     """Remove a kernel's journals and then the directory; True if it is gone.
 

@@ -10,7 +10,11 @@
   `subprocess.run` of the same `bash -c 'echo hi'` (the issue's goal: <= 1.5x),
   and an MCP tool that does that `subprocess.run` (mcp_subprocess_server.py:
   the same SDK server, its own stdio transport, the same client), which is
-  what a shell MCP server costs.
+  what a shell MCP server costs. Beside them, the same two calls from a lean
+  client (`LeanClient`: a JSON line out, a line back, as a compiled client
+  such as Codex's costs), and `sdk_client_floor_ratio`: the SDK client's empty
+  call plus the bare command, over the bare command, which no server under
+  that client can beat.
 - `attached`: the same call through an MCP server attached to a uexec kernel
   (over its direct socket, the default, and over its comm), against the same
   `exec` (`"profile": "codex"`) sent straight to the kernel's comm from
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -61,6 +66,45 @@ async def mcp_client(*options: str, args: list[str] | None = None):
                 yield session
 
 
+class LeanClient:
+    """MCP over stdio with nothing in between: a JSON line out, a JSON line back, on blocking pipes.
+
+    What a compiled client (Codex's Rust one) costs, next to the Python SDK's
+    client: the SDK's empty call (`mcp_noop_call_ms`) is ~0.75 ms here, more
+    than half a bare `subprocess.run`, in the client alone. With this client
+    the figure is what the server adds.
+    """
+
+    def __init__(self, *options: str):
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "unified_exec_kernel", "mcp", *options], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        self._ids = iter(range(1, 1 << 62))
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, message: dict) -> None:
+        self._process.stdin.write(json.dumps(message).encode() + b"\n")
+        self._process.stdin.flush()
+
+    def request(self, method: str, params: dict) -> dict:
+        request_id = next(self._ids)
+        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            answer = json.loads(self._process.stdout.readline())
+            if answer.get("id") == request_id:  # (a notification may come first)
+                assert "result" in answer, answer
+                return answer["result"]
+
+    def call(self, tool: str, arguments: dict) -> None:
+        result = self.request("tools/call", {"name": tool, "arguments": arguments})
+        assert not result.get("isError"), result
+
+    def close(self) -> None:
+        self._process.stdin.close()
+        self._process.wait(timeout=30)
+
+
 async def timed_calls(session, tool: str, arguments: dict, n: int = N) -> float:
     samples = []
     for _ in range(n + 3):
@@ -93,6 +137,7 @@ async def standalone() -> dict:
     """Ours, the bare subprocess.run and the MCP subprocess.run tool, one call each per round."""
     engine = await engine_exec()
     baseline_server = str(Path(__file__).resolve().parent / "mcp_subprocess_server.py")
+    lean = LeanClient()
     async with mcp_client() as ours, mcp_client(args=[baseline_server]) as shell_tool:
 
         def bare() -> None:
@@ -108,6 +153,8 @@ async def standalone() -> dict:
             "mcp_subprocess_tool_ms": lambda: call(shell_tool, "run", {"cmd": "echo hi"}),
             # The SDK's own floor: a call that starts nothing (an empty session list).
             "mcp_noop_call_ms": lambda: call(ours, "list_sessions", {}),
+            "lean_client_exec_ms": lambda: lean.call("exec_command", ECHO),
+            "lean_client_noop_call_ms": lambda: lean.call("list_sessions", {}),
         }
         samples: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(ROUNDS + 5):
@@ -117,11 +164,15 @@ async def standalone() -> dict:
                 if done is not None:
                     await done
                 samples[name].append(time.perf_counter() - started)
+    lean.close()
     figures = {name: median_ms(values[5:]) for name, values in samples.items()}
     mcp, bare_ms, tool = figures["mcp_exec_ms"], figures["bare_subprocess_ms"], figures["mcp_subprocess_tool_ms"]
     return {
         "case": "standalone", "rounds": ROUNDS, **figures,
         "ratio_vs_bare": round(mcp / bare_ms, 2), "goal_vs_bare": "<= 1.5",
+        "lean_client_ratio_vs_bare": round(figures["lean_client_exec_ms"] / bare_ms, 2),
+        # The floor of any server under the SDK's client: its empty call plus the bare command.
+        "sdk_client_floor_ratio": round((figures["mcp_noop_call_ms"] + bare_ms) / bare_ms, 2),
         "ratio_vs_mcp_subprocess_tool": round(mcp / tool, 2),
         "engine_exec_ms": engine, "engine_ratio_vs_bare": round(engine / bare_ms, 2),
     }

@@ -62,6 +62,7 @@ def load_ipython_extension(ipython) -> None:
 
         # The engine's thread publishes beside the kernel's own threads.
         patches.atomic_message_ids(kernel.session)
+        ipython._uexec_unpatch_display = patches.flush_only_pending_streams(ipython.display_pub)
         if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
             patches.end_sessions_on_shutdown(kernel, lambda restart: end(restart=restart))
         import comm
@@ -105,6 +106,7 @@ def unload_ipython_extension(ipython) -> None:
     rewrite.uninstall(ipython)
     _unregister_magics(ipython, current.magics_of(ipython))  # else %%uexec would restart the engine
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
+    getattr(ipython, "_uexec_unpatch_display", lambda: None)()
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
     current.set_manager(ipython, None)

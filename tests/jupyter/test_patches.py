@@ -72,3 +72,29 @@ def test_our_comms_take_front_end_messages_on_the_subshell_they_came_by():
     route_by_own_subshell(comm)
     assert comm._reply_subshell_for({}, "subshell-b") == "subshell-b"
     assert comm._reply_subshell_for({"request_id": 3}, None) is None
+
+
+def test_a_display_flushes_only_a_stream_with_text_waiting_and_keeps_the_order():
+    """Each flush is a round trip to ipykernel's IOPub thread; a display after nothing printed needs none.
+
+    On main before this patch, the display with nothing printed flushed both streams (counted 2).
+    """
+    kernel = Kernel("uexec")
+    try:
+        kernel.run(
+            "import sys\n"
+            "_flushes = []\n"
+            "for _s in (sys.stdout, sys.stderr):\n"
+            "    _s.flush = (lambda s, f, seen: lambda: (seen.append(s), f())[1])(_s.name, _s.flush, _flushes)\n"
+        )
+        quiet = kernel.execute("_flushes.clear(); display({'text/plain': 'shown'}, raw=True); _count = len(_flushes)")
+        assert quiet.outputs == [("display_data", "shown")]
+        assert kernel.run("print(_count, end='')").startswith("0")
+        printed = kernel.execute("_flushes.clear(); print('before'); display({'text/plain': 'after'}, raw=True); _count = list(_flushes); print('then', file=sys.stderr)")
+        assert printed.outputs == [("stream", "before\n"), ("display_data", "after"), ("stream", "then\n")]
+        assert kernel.run("print(_count, end='')").startswith("['stdout']")  # the stream with text, not the other
+        kernel.run("%unload_ext unified_exec_kernel")
+        kernel.run("_flushes.clear(); display({'text/plain': 'x'}, raw=True); _count = len(_flushes)")
+        assert kernel.run("print(_count, end='')").startswith("2")  # unloaded: ipykernel's own again
+    finally:
+        kernel.shutdown()

@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import os
 import signal
+import sys
 from collections.abc import Callable
 
 
@@ -26,6 +27,31 @@ def end_sessions_on_shutdown(kernel, terminate: Callable[[bool], None]) -> None:
         return original(restart)
 
     kernel.do_shutdown = do_shutdown
+
+
+def flush_only_pending_streams(display_pub) -> Callable[[], None]:
+    """ipykernel 6.29-7: a display flushes stdout and stderr first, so text printed before it
+    shows before it. Each flush is a round trip to the IOPub thread (~0.3 ms on a loaded core)
+    even when nothing waits, and a `%%uexec` cell's one display paid two of them: a quarter of
+    what it adds to an empty cell. A stream holding unsent text says so (`_flush_pending`, set
+    by its `write` on the writing thread before it returns, cleared by its flush), so only such
+    a stream is flushed; a stream that is not ipykernel's is flushed as before. Returns the undo.
+    """
+    if not callable(getattr(display_pub, "_flush_streams", None)):
+        return lambda: None
+
+    def _flush_streams() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            if getattr(stream, "_flush_pending", True) or getattr(stream, "_subprocess_flush_pending", False):
+                stream.flush()
+
+    display_pub._flush_streams = _flush_streams
+
+    def undo() -> None:
+        if display_pub.__dict__.get("_flush_streams") is _flush_streams:
+            del display_pub._flush_streams
+
+    return undo
 
 
 def reset_last_traceback(_info=None) -> None:

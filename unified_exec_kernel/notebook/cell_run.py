@@ -84,15 +84,20 @@ async def run_in_cell(
         watching = view.watch(manager.session(session_id), bridge.to_kernel) if view is not None else (lambda: None)
         return session_id, watching
 
-    with _one_line_errors():
-        session_id, stop_watching = await bridge.run(begin)
-        if live:
-            display(live_view(session_id))
-        elif request.live:
-            print(f"[--live shows text here: {not_built}]")
+    if request.live:
+        # The view is shown before the wait: its id must come back first.
+        with _one_line_errors():
+            opened = await bridge.run(begin)
+            if live:
+                display(live_view(opened[0]))
+            else:
+                print(f"[--live shows text here: {not_built}]")
+    else:
+        opened = None  # opened by `collect`, in the same trip to the engine (each trip is two thread wake-ups)
     stop = asyncio.Event()
 
     async def collect() -> UnifiedExecResult:
+        session_id, stop_watching = opened if opened is not None else await begin()
         waited_from = time.monotonic()
         try:
             result = await manager.write(

@@ -55,6 +55,8 @@ RING_BYTES = 256 * 1024 * 1024
 it, reading waits for an ack and the program with it. A restart takes seconds: at a terminal's
 ~20 MB/s that is well within it, so even a flood goes on at its pace through one."""
 READ_BYTES = 64 * 1024
+HELLO_S = 2.0
+"""How long a new connection may take to say hello (a kernel does at once); meanwhile everything else is served."""
 MAX_MESSAGE_BYTES = 1 << 20
 BOOTSTRAP = """\
 # uexec keeper: holds a kernel's kept sessions across restarts (unified_exec_kernel/core/process/keeper_process.py)
@@ -108,6 +110,7 @@ class Keeper:
         self.lost_at: float | None = time.monotonic()  # no kernel yet: the first one connects at once
         self.sessions: dict[int, Kept] = {}
         self.ending = False
+        self.greeting: dict[int, tuple[socket.socket, float]] = {}  # connections whose hello has not come yet, and until when it may
         # Messages for the kernel not sent yet (its socket was full), with the fds they carry and
         # those to close once sent: never dropped, so no answer or exit is lost.
         self.outbox: collections.deque[tuple[bytes, list[int], list[int]]] = collections.deque()
@@ -120,6 +123,9 @@ class Keeper:
             poller = select.poll()
             fds: dict[int, tuple[str, object]] = {self.listener.fileno(): ("listen", None)}
             poller.register(self.listener, select.POLLIN)
+            for fd, (connection, _deadline) in self.greeting.items():
+                fds[fd] = ("hello", connection)
+                poller.register(fd, select.POLLIN)
             if self.kernel is not None:
                 fds[self.kernel.fileno()] = ("kernel", None)
                 poller.register(self.kernel, select.POLLIN | (select.POLLOUT if self.outbox else 0))
@@ -133,25 +139,30 @@ class Keeper:
                 if kept.out is not None and kept.sent < kept.read:
                     fds[kept.out.fileno()] = ("out", kept)
                     poller.register(kept.out, select.POLLOUT)
-            timeout = None
+            deadlines = [deadline for _connection, deadline in self.greeting.values()]
             if self.kernel is None and self.lost_at is not None:
-                timeout = max(0, int((self.lost_at + self.grace - time.monotonic()) * 1000) + 1)
+                deadlines.append(self.lost_at + self.grace)
+            timeout = max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1) if deadlines else None
             for fd, flags in poller.poll(timeout):
-                kind, kept = fds.get(fd, (None, None))
+                kind, owner = fds.get(fd, (None, None))  # a session, or a connection saying hello
                 if kind == "listen":
                     self._accept()
+                elif kind == "hello":
+                    if owner.fileno() in self.greeting:  # (not closed meanwhile)
+                        self._greet(owner)
                 elif kind == "kernel":
                     if flags & select.POLLOUT:
                         self._flush()
                     self._from_kernel()
                 elif kind == "exit":
-                    self._reap(kept)
+                    self._reap(owner)
                 elif kind == "master":
-                    self._read_master(kept)
+                    self._read_master(owner)
                 elif kind == "out":
-                    self._send_output(kept)
+                    self._send_output(owner)
                 if self.ending:
                     break
+            self._give_up_on_silent()
             if self.kernel is None and self.lost_at is not None and time.monotonic() >= self.lost_at + self.grace:
                 self.end(f"no kernel took its sessions back within {self.grace:g} s")
         self._cleanup()
@@ -159,6 +170,7 @@ class Keeper:
     # -- kernels -------------------------------------------------------------------
 
     def _accept(self) -> None:
+        """Take a connection; its hello is read when it comes (the loop waits for it, never this call)."""
         try:
             connection, _ = self.listener.accept()
         except OSError:
@@ -166,12 +178,18 @@ class Keeper:
         if not _same_user(connection):
             connection.close()
             return
-        connection.settimeout(0.5)  # a hello comes at once; a probe that hangs up must not hold us
+        connection.setblocking(False)
+        self.greeting[connection.fileno()] = (connection, time.monotonic() + HELLO_S)
+
+    def _greet(self, connection: socket.socket) -> None:
+        """A waiting connection spoke: its hello, or it is refused."""
         try:
-            hello = _receive(connection)[0]
+            hello = _receive(connection, nonblocking=True)[0]
+        except BlockingIOError:
+            return  # nothing yet after all: it waits on
         except (OSError, ValueError):
-            connection.close()
-            return
+            hello = None
+        del self.greeting[connection.fileno()]
         if hello is None or hello.get("op") != "hello" or not self._token_ok(hello.get("token")):
             _send(connection, {"op": "refused", "why": "this kernel is not the one its sessions were kept for"})
             connection.close()
@@ -183,6 +201,13 @@ class Keeper:
             connection.close()
             return
         self._connected(connection, hello=hello)
+
+    def _give_up_on_silent(self) -> None:
+        now = time.monotonic()
+        for fd, (connection, deadline) in list(self.greeting.items()):
+            if now >= deadline:
+                del self.greeting[fd]
+                connection.close()
 
     def _token_ok(self, token) -> bool:
         return isinstance(token, str) and self.token is not None and hmac.compare_digest(token, self.token)
@@ -398,6 +423,8 @@ class Keeper:
             print(f"uexec keeper: {why}; ended {len(self.sessions)} kept session(s) ({ended} process(es))", file=sys.stderr)
 
     def _cleanup(self) -> None:
+        for connection, _deadline in self.greeting.values():
+            connection.close()
         for kept in self.sessions.values():
             for fd in (kept.pidfd, kept.master):
                 if fd is not None:

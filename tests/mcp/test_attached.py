@@ -36,9 +36,21 @@ async def test_a_session_the_agent_starts_is_listed_in_the_notebook_and_takes_in
         assert shown.count("typed-in-a-cell") == 2  # the terminal's echo, then cat's: the cell collected them
         assert (await agent.text("read_output", session_id=session_id, tail=2)).count("typed-in-a-cell") == 2
         assert [entry["session_id"] for entry in await agent.sessions()] == [session_id]
-        await agent.text("write_stdin", session_id=session_id, chars="\u0004", yield_time_ms=2000)  # EOF: cat ends
-        told = await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == session_id)
-        assert told["exit_code"] == 0
+        ended = parse(await agent.text("write_stdin", session_id=session_id, chars="\u0004", yield_time_ms=2000))  # EOF: cat ends
+        assert ended["exit"] == "0"
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_an_exit_is_told_once_when_no_answer_reported_it_and_not_when_a_poll_did(kernel, carrier):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        polled_id = int(parse(await agent.text("exec_command", cmd="echo start; sleep 0.5; echo done", login=False, yield_time_ms=250))["session"])
+        polled = parse(await agent.text("write_stdin", session_id=polled_id))  # an empty write waits for the exit
+        assert polled["exit"] == "0" and "done" in polled["output"]
+        # Nobody polls this one: its end is told, after the polled one's would have been.
+        left_id = int(parse(await agent.text("exec_command", cmd="sleep 0.5; echo bye; exit 3", login=False, yield_time_ms=250))["session"])
+        told = await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == left_id)
+        assert told["exit_code"] == 3 and told["lines"] == ["bye"]
+        assert [n["session_id"] for n in agent.notifications if n["event"] == "exited"] == [left_id]
 
 
 @pytest.mark.parametrize("carrier", ["direct", "comm"])

@@ -54,5 +54,19 @@ async def test_the_exit_comes_after_the_lines_still_waiting_and_a_failed_send_is
     await asyncio.sleep(0.05)
 
 
+async def test_an_exit_waits_for_a_call_that_may_report_it_and_goes_only_if_it_did_not():
+    sent = []
+    notifier = Notifier(lambda message: _append(sent, message))
+    with notifier.answering(3):
+        notifier.exited(3, 0, False, [])  # the poll's answer says it: dropped
+        notifier.told(3)
+    with notifier.answering(4), notifier.answering(4):
+        notifier.exited(4, 2, False, ["x"])  # the answers did not say it: sent once the last returns
+    notifier.exited(3, 0, False, [])  # a late report of a told exit (an attached kernel's watch): dropped too
+    await delivered(sent, 1)
+    await asyncio.sleep(0.05)
+    assert sent == [{"event": "exited", "session_id": 4, "exit_code": 2, "closed": False, "lines": ["x"]}]
+
+
 async def _append(sent: list, message: dict) -> None:
     sent.append(message)

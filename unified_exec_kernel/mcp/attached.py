@@ -169,9 +169,14 @@ class AttachedEngine:
         return answer["output"]
 
     async def write_stdin(self, arguments: dict) -> str:
+        """Codex's; an exit this call reports is not notified as well (the agent was told)."""
         session_id = _key(arguments.get("session_id"))
         rest = {name: value for name, value in arguments.items() if name != "session_id"}
-        return (await self.request({"type": "exec", "profile": "codex", "session_id": session_id, **rest}))["output"]
+        with self.notifier.answering(session_id):
+            answer = await self.request({"type": "exec", "profile": "codex", "session_id": session_id, **rest})
+            if answer["session_id"] is None:
+                self.notifier.told(session_id)
+        return answer["output"]
 
     async def list_sessions(self, arguments: dict) -> list[dict]:
         _only(arguments, set())

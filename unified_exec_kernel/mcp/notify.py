@@ -3,7 +3,10 @@
 Batched and capped as Codex's monitors are: matching lines wait a moment
 and go together (at most BATCH_LINES a notification), a session sends at
 most SESSION_LINES lines in all (then one count of what was left out), and
-its exit is always delivered, after any lines still waiting. The client
+its exit is always delivered, after any lines still waiting, unless an
+answer told the agent already: while a call that may report a session's
+exit waits (`answering`), its exit is held, and dropped if the answer said
+it (`told`). The client
 gets each as one MCP `notifications/message` (logger "uexec"), whose `data`
 is an object: `event` ("output" or "exited"), `session_id`, `lines`, and
 for an exit `exit_code` (a shell's status) and `closed`.
@@ -12,6 +15,7 @@ for an exit `exit_code` (a shell's status) and `closed`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -30,6 +34,9 @@ class Notifier:
         self._left_out: dict[int, int] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._answering: dict[int, int] = {}  # session id -> calls waiting that may report its exit
+        self._held: dict[int, dict] = {}  # exits that came while such a call waited
+        self._told: set[int] = set()  # sessions whose exit an answer reported
 
     def line(self, session_id: int, text: str) -> None:
         """A line that matched a watch of this session."""
@@ -46,9 +53,33 @@ class Notifier:
     def exited(self, session_id: int, exit_code: int | None, closed: bool, last_lines: list[str]) -> None:
         """The session's program ended: what still waits goes first, then the exit (never capped)."""
         self._flush(session_id)
-        self._emit({"event": "exited", "session_id": session_id, "exit_code": exit_code, "closed": closed, "lines": last_lines})
         for table in (self._sent, self._left_out):
             table.pop(session_id, None)
+        if session_id in self._told:
+            return
+        message = {"event": "exited", "session_id": session_id, "exit_code": exit_code, "closed": closed, "lines": last_lines}
+        if self._answering.get(session_id):
+            self._held[session_id] = message
+        else:
+            self._emit(message)
+
+    @contextlib.contextmanager
+    def answering(self, session_id: int):
+        """Around a call whose answer may report the session's exit (a `write_stdin`): the exit waits for it."""
+        self._answering[session_id] = self._answering.get(session_id, 0) + 1
+        try:
+            yield
+        finally:
+            waiting = self._answering.pop(session_id) - 1
+            if waiting:
+                self._answering[session_id] = waiting
+            elif session_id in self._held:
+                self._emit(self._held.pop(session_id))
+
+    def told(self, session_id: int) -> None:
+        """An answer reported the session's exit: no notification says it again, now or later."""
+        self._told.add(session_id)
+        self._held.pop(session_id, None)
 
     def _flush(self, session_id: int) -> None:
         timer = self._timers.pop(session_id, None)

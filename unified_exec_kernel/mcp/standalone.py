@@ -12,7 +12,6 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Callable
 
 from jupyter_core.paths import jupyter_runtime_dir
 
@@ -43,8 +42,6 @@ class StandaloneEngine:
             journals = JournalStore(journal_dir, keep=True)
         self.manager = UnifiedExecSessionManager(max_sessions=codex.MAX_PROCESSES, journals=journals, guardian=True)
         self._watched: set[int] = set()  # sessions whose exit the client is to be told
-        self._polling: dict[int, int] = {}  # session id -> write_stdin calls waiting on it
-        self._held_exits: dict[int, Callable[[], None]] = {}  # exits that came while a write_stdin waited
 
     async def close(self) -> None:
         self.notifier.close()
@@ -62,29 +59,12 @@ class StandaloneEngine:
         return codex.render(result)
 
     async def write_stdin(self, arguments: dict) -> str:
-        """Codex's; an exit this call reports is not notified as well (the agent was told).
-
-        The exit comes (and would be notified) before the call's answer does,
-        so while a write_stdin waits on a session its exit is held; once the
-        last one returns, it is dropped if one of them reported it, else sent.
-        """
+        """Codex's; an exit this call reports is not notified as well (the agent was told)."""
         request = codex.WriteStdin.from_arguments(arguments)
-        session_id = request.session_id
-        self._polling[session_id] = self._polling.get(session_id, 0) + 1
-        result = None
-        try:
+        with self.notifier.answering(request.session_id):
             result = await codex.write_stdin(self.manager, request)
-        finally:
-            if result is not None and result.session_id is None:
-                self._held_exits.pop(session_id, None)  # told: the answer says it exited
-                self._watched.discard(session_id)
-            waiting = self._polling.pop(session_id) - 1
-            if waiting:
-                self._polling[session_id] = waiting
-            else:
-                held = self._held_exits.pop(session_id, None)
-                if held is not None:
-                    held()
+            if result.session_id is None:
+                self.notifier.told(request.session_id)
         return codex.render(result)
 
     # -- ours -----------------------------------------------------------------
@@ -144,19 +124,9 @@ class StandaloneEngine:
         self._watched.add(session.session_id)
 
         def on_exit(ended: PtySession) -> None:
-            if ended.session_id not in self._watched:
-                return
             self._watched.discard(ended.session_id)
             code = None if ended.exit_code is None else shell_exit_status(ended.exit_code)
-            lines = last_lines(ended)
-
-            def tell() -> None:
-                self.notifier.exited(ended.session_id, code, ended.closed, lines)
-
-            if ended.session_id in self._polling:
-                self._held_exits[ended.session_id] = tell  # a write_stdin waiting on it may report it
-            else:
-                tell()
+            self.notifier.exited(ended.session_id, code, ended.closed, last_lines(ended))
 
         session.on_exit(on_exit)
 

@@ -8,8 +8,8 @@ is taken client side through jupyter_client, as a front end sees it, and set
 beside what the same kernel already offers (`%%bash`, `!cmd`) or the physical
 floor (a bare PTY read), so a regression shows as a ratio, not a guess.
 Kernel cells are timed from the execute_request leaving the client to the
-kernel's idle status arriving. Goals (issue 3): a `%%uexec` round trip no
-slower than `%%bash`; a 2-million-line flood within 1.2x a bare PTY read, in
+kernel's idle status arriving. Goals (issue 3): a `%%uexec` round trip within
+0.9x `%%bash` (issue 26); a 2-million-line flood within 1.2x a bare PTY read, in
 <= 50 iopub messages and <= 20 MB of kernel RSS growth; the stop button ends
 a `%%uexec` wait within 50 ms; a session keeps >= 0.9 of its pace while a
 cell sleeps and >= 0.8 while it computes (busy); a uexec kernel starts and
@@ -638,7 +638,7 @@ def report_round_trip(f: dict) -> None:
     )
     print(
         f"round trip, send -> idle, {f['runs']} interleaved runs each: %%uexec echo hi median {ours['median_ms']:.1f} ms "
-        f"(p90 {ours['p90_ms']:.1f}); {others}: {ours['median_ms'] / bash['median_ms']:.2f}x %%bash (goal <= 1.0x)"
+        f"(p90 {ours['p90_ms']:.1f}); {others}: {ours['median_ms'] / bash['median_ms']:.2f}x %%bash (goal <= 0.9x, issue 26)"
     )
 
 

@@ -55,7 +55,6 @@ def load_ipython_extension(ipython) -> None:
     ipython.register_magics(magics)
     rewrite.install(ipython)
     ipython.events.register("pre_run_cell", patches.reset_last_traceback)
-    ipython.events.register("pre_run_cell", magics.head_start)
     end = functools.partial(end_sessions, manager, bridge)
     atexit.register(end)
     if kernel is not None:
@@ -107,7 +106,6 @@ def unload_ipython_extension(ipython) -> None:
     rewrite.uninstall(ipython)
     _unregister_magics(ipython, current.magics_of(ipython))  # else %%uexec would restart the engine
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
-    ipython.events.unregister("pre_run_cell", current.magics_of(ipython).head_start)
     getattr(ipython, "_uexec_unpatch_display", lambda: None)()
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)

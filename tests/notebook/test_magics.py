@@ -368,36 +368,3 @@ def test_a_cut_agent_result_names_the_range_that_reads_all_of_it(kernel):
     start, end = map(int, hint.groups())
     assert end - start == sum(len(f"{n}\r\n") for n in range(1, 100001))
     assert kernel.run(f"%uexec_output flood --bytes {end - 8}:{end}").startswith("100000\n")
-
-
-def test_a_cell_that_starts_a_program_starts_it_as_ipython_hands_the_cell_over(kernel, tmp_path):
-    """The program runs while IPython stores the cell in its history: here that store waits for the
-    program's own mark, which came (the head start); on main the program started only after it (the
-    wait ran out and the mark was not there)."""
-    mark = tmp_path / "started"
-    kernel.run(
-        "import os as _os, time as _time\n"
-        "_history = get_ipython().history_manager\n"
-        "_store = _history.store_inputs\n"
-        "_seen = []\n"
-        "def _waiting_store(number, source, source_raw=None):\n"
-        "    if (source_raw or '').startswith('%%uexec') and not _seen:\n"
-        "        deadline = _time.monotonic() + 15\n"
-        f"        while not _os.path.exists({str(mark)!r}) and _time.monotonic() < deadline:\n"
-        "            _time.sleep(0.005)\n"
-        f"        _seen.append(_os.path.exists({str(mark)!r}))\n"
-        "    return _store(number, source, source_raw)\n"
-        "_history.store_inputs = _waiting_store\n"
-    )
-    try:
-        text = kernel.run(f"%%uexec\ntouch {mark}\n", timeout=60)
-        assert "[exited with code 0" in text
-        assert kernel.run("print(_seen, end='')").startswith("[True]")
-    finally:
-        kernel.run("_history.store_inputs = _store")
-    # A line that does not parse starts nothing: the cell says why, as ever.
-    mark.unlink()
-    refused = kernel.execute(f"%%uexec --no-such-option\ntouch {mark}\n")
-    assert refused.reply["status"] == "error" and "unrecognized arguments: --no-such-option" in refused.text
-    assert "[exited with code 0" in kernel.run("%%uexec\ntrue\n")  # (a touch started before it would be done by now)
-    assert not mark.exists()

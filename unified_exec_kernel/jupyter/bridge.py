@@ -58,12 +58,8 @@ class Bridge:
             return await _as_coroutine(function, *args)
         if self._first_caller_loop is None:
             self._first_caller_loop = asyncio.get_running_loop()
-        return await asyncio.wrap_future(self.start(function, *args))
-
-    def start(self, function: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
-        """Start `function(*args)` (plain or a coroutine function) on the engine now; its future, from any
-        thread but the engine's. Cancelling the future cancels the work."""
-        return asyncio.run_coroutine_threadsafe(_as_coroutine(function, *args), self.engine.loop())
+        future = asyncio.run_coroutine_threadsafe(_as_coroutine(function, *args), self.engine.loop())
+        return await asyncio.wrap_future(future)
 
     def call(self, function: Callable[..., T], *args: Any) -> T:
         """Run a short `function(*args)` on the engine and wait for it, from a thread that is not the engine's.

@@ -9,7 +9,6 @@ wait, but not the program, when the stop button is pressed.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import time
 from collections.abc import Callable
@@ -57,48 +56,69 @@ class CellRequest:
     live: bool = False
 
 
-@dataclass
-class Started:
-    """A request on its way on the engine: its output view (None for a live one), and its result to come."""
-
-    request: CellRequest
-    view: CellOutput | None
-    stop: asyncio.Event  # set (on the engine) to end the wait early: the stop button
-    result: concurrent.futures.Future
-
-
-def start_in_cell(manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest) -> Started:
-    """Start a request that shows no live view, from any thread: the session opens and is read in one trip to
-    the engine, which begins now (the extension calls this as IPython hands a `%%uexec` cell over, so the
-    program runs while IPython stores and compiles the cell)."""
-    view = CellOutput(raw=request.raw)
-    stop = asyncio.Event()
-    steps = _Steps(manager, bridge, request, view, stop)
-
-    async def open_and_collect() -> UnifiedExecResult:
-        return await steps.collect(await steps.begin())
-
-    return Started(request, view, stop, bridge.start(open_and_collect))
-
-
 async def run_in_cell(
-    manager: UnifiedExecSessionManager,
-    bridge: Bridge,
-    request: CellRequest,
-    live_view: LiveView | None,
-    *,
-    more: bool = False,
-    started: Started | None = None,
+    manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, live_view: LiveView | None, *, more: bool = False
 ) -> UnifiedExecResult:
     """Runs on the kernel's loop; the session's side of it runs on the engine's, through `bridge`.
 
     `more`: code follows in the cell (an interrupt's one error line says it was skipped).
-    `started`: what `start_in_cell` began for this request, if it did.
     """
-    if started is None:
-        started = await _start(manager, bridge, request, live_view)
-    result, interrupted = await _wait(bridge, started)
-    view = started.view
+    if request.live and live_view is None:
+        raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
+    # Without its front end the view could show only a snapshot: the cell
+    # shows the output as it arrives instead, as a cell without --live does.
+    not_built = live_view.unavailable() if request.live else None
+    live = request.live and not_built is None
+    view = None if live else CellOutput(raw=request.raw)
+
+    spawned: list[float] = []  # when a new session started (the engine's clock is this process's)
+
+    async def begin() -> tuple[int, Callable[[], None]]:
+        # On the engine's loop, in one step once the session is open: it reads a new
+        # session at once, so the view must hear it from the start, or miss its first words.
+        if request.argv is not None:
+            spawned.append(time.monotonic())
+            session_id = await manager.launch(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
+        else:
+            session_id = manager.session(request.session_id).session_id
+        watching = view.watch(manager.session(session_id), bridge.to_kernel) if view is not None else (lambda: None)
+        return session_id, watching
+
+    if request.live:
+        # The view is shown before the wait: its id must come back first.
+        with _one_line_errors():
+            opened = await bridge.run(begin)
+            if live:
+                display(live_view(opened[0]))
+            else:
+                print(f"[--live shows text here: {not_built}]")
+    else:
+        opened = None  # opened by `collect`, in the same trip to the engine (each trip is two thread wake-ups)
+    stop = asyncio.Event()
+
+    async def collect() -> UnifiedExecResult:
+        session_id, stop_watching = opened if opened is not None else await begin()
+        waited_from = time.monotonic()
+        try:
+            result = await manager.write(
+                session_id,
+                request.text,
+                timeout_ms=request.timeout_ms,
+                stop=stop,
+                until=request.until,
+                quiet_ms=request.quiet_ms,
+                # A cell that types shows what its own input produced, not what came before.
+                earlier_output=not request.text,
+                # A new session's wait is a start's: an integrated shell waits for its first prompt.
+                first_prompt=request.argv is not None,
+            )
+        finally:
+            stop_watching()
+        # A start's time runs from the spawn: showing the live view came between
+        # it and the wait, and a shell at its prompt by then read as `0.00 s`.
+        return dataclasses.replace(result, wall_time=result.wall_time + waited_from - spawned[0]) if spawned else result
+
+    result, interrupted = await _wait(bridge, collect, stop)
     if view is None:
         if not interrupted:
             print(status_line(result, live=True))
@@ -114,85 +134,21 @@ async def run_in_cell(
     return result
 
 
-async def _start(manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, live_view: LiveView | None) -> Started:
-    if not request.live:
-        return start_in_cell(manager, bridge, request)
-    if live_view is None:
-        raise UsageError("--live needs ipywidgets and a kernel (the live view is a widget)")
-    # Without its front end the view could show only a snapshot: the cell
-    # shows the output as it arrives instead, as a cell without --live does.
-    not_built = live_view.unavailable()
-    view = None if not_built is None else CellOutput(raw=request.raw)
-    stop = asyncio.Event()
-    steps = _Steps(manager, bridge, request, view, stop)
-    # The view is shown before the wait: its id must come back first.
-    with _one_line_errors():
-        opened = await bridge.run(steps.begin)
-        if view is None:
-            display(live_view(opened[0]))
-        else:
-            print(f"[--live shows text here: {not_built}]")
-    return Started(request, view, stop, bridge.start(steps.collect, opened))
-
-
-class _Steps:
-    """The engine's side of a request: open (or find) the session, then wait for its result."""
-
-    def __init__(self, manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, view: CellOutput | None, stop: asyncio.Event):
-        self.manager, self.bridge, self.request, self.view, self.stop = manager, bridge, request, view, stop
-        self.spawned: float | None = None  # when a new session started (the engine's clock is this process's)
-
-    async def begin(self) -> tuple[int, Callable[[], None]]:
-        # On the engine's loop, in one step once the session is open: it reads a new
-        # session at once, so the view must hear it from the start, or miss its first words.
-        request, manager = self.request, self.manager
-        if request.argv is not None:
-            self.spawned = time.monotonic()
-            session_id = await manager.launch(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
-        else:
-            session_id = manager.session(request.session_id).session_id
-        watching = self.view.watch(manager.session(session_id), self.bridge.to_kernel) if self.view is not None else (lambda: None)
-        return session_id, watching
-
-    async def collect(self, opened: tuple[int, Callable[[], None]]) -> UnifiedExecResult:
-        session_id, stop_watching = opened
-        request = self.request
-        waited_from = time.monotonic()
-        try:
-            result = await self.manager.write(
-                session_id,
-                request.text,
-                timeout_ms=request.timeout_ms,
-                stop=self.stop,
-                until=request.until,
-                quiet_ms=request.quiet_ms,
-                # A cell that types shows what its own input produced, not what came before.
-                earlier_output=not request.text,
-                # A new session's wait is a start's: an integrated shell waits for its first prompt.
-                first_prompt=request.argv is not None,
-            )
-        finally:
-            stop_watching()
-        # A start's time runs from the spawn: showing the live view came between
-        # it and the wait, and a shell at its prompt by then read as `0.00 s`.
-        return dataclasses.replace(result, wall_time=result.wall_time + waited_from - self.spawned) if self.spawned is not None else result
-
-
-async def _wait(bridge: Bridge, started: Started) -> tuple[UnifiedExecResult, bool]:
+async def _wait(bridge: Bridge, collect, stop: asyncio.Event) -> tuple[UnifiedExecResult, bool]:
     """The result, and whether an interrupt (the stop button) ended the wait early.
 
     The interrupt cancels this cell's task on the kernel's loop; the wait on
     the engine is shielded from it and told to stop instead, so it still
     answers with what arrived, and the session lives on.
     """
-    task = asyncio.wrap_future(started.result)
+    task = asyncio.ensure_future(bridge.run(collect))
     with _one_line_errors():
         try:
             return await asyncio.shield(task), False
         except asyncio.CancelledError:
             if task.done() and task.cancelled():
                 raise
-            bridge.post(started.stop.set)
+            bridge.post(stop.set)
             _uncancel()
             return await task, True
         except ValueError as error:  # a bad --until pattern

@@ -27,8 +27,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
-from . import rewrite
-from .cell_run import CellRequest, run_in_cell, start_in_cell
+from .cell_run import CellRequest, run_in_cell
 from ..core.completion.collect import compile_until
 from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
@@ -68,7 +67,6 @@ class UnifiedExecMagics(Magics):
         self.check = check
         self.live_view = live_view
         self._background: set[asyncio.Task] = set()
-        self._head_start = None  # ((options, body), args, Started) of the cell about to run; see head_start
 
     # -- %%uexec / %uexec ----------------------------------------------------
 
@@ -109,49 +107,17 @@ class UnifiedExecMagics(Magics):
     async def run_uexec(self, line: str, cell: str | None, more: bool = False) -> None:
         """`more`: code follows this line in its cell (the rewrite knows), which an interrupt skips."""
         options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
-        head, self._head_start = self._head_start, None
-        if head is not None and head[0] == (options, body):
-            args, started = head[1], head[2]
-            request = started.request
-        else:
-            args, request = self._prepare(options, body)
-            started = None
+        args = _parse(self.uexec, options)
+        if args.out is not None and not args.out.isidentifier():
+            raise UsageError(f"--out needs a variable name, not {args.out!r}")
+        request = self._request(args, body)
         wake_on_signals()
-        result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more, started=started)
+        result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:
             self.shell.user_ns[args.out] = result
         failed = _failure(result)
         if failed and (self.check if args.check is None else args.check):
             raise UsageError(failed)
-
-    def head_start(self, info) -> None:
-        """IPython's `pre_run_cell`: a cell that is one `%%uexec` starting a program starts it now.
-
-        Between this event and the cell's code IPython stores the cell in its
-        history (an SQLite write) and compiles it: a millisecond or two of the
-        kernel's main thread, in which the program can open, run and often end
-        on the engine's thread. The cell's `run_uexec` then only waits for the
-        result (`run_in_cell`'s `started`). What cannot start here waits for
-        the cell as before: typing into a session, a live view (shown before
-        the wait), and a line that does not parse (the cell says why).
-        """
-        self._head_start = None
-        parts = rewrite.cell_magic_parts(self.shell, info.raw_cell)
-        if parts is None:
-            return
-        try:
-            args, request = self._prepare(*parts)
-        except (UsageError, UnifiedExecError):
-            return
-        if request.argv is not None and not request.live:
-            self._head_start = (parts, args, start_in_cell(self.manager, self.bridge, request))
-
-    def _prepare(self, options: str, body: str):
-        """The parsed options and the request; raises UsageError before anything starts."""
-        args = _parse(self.uexec, options)
-        if args.out is not None and not args.out.isidentifier():
-            raise UsageError(f"--out needs a variable name, not {args.out!r}")
-        return args, self._request(args, body)
 
     def _request(self, args, body: str) -> CellRequest:
         if args.timeout is not None and args.timeout < 0:

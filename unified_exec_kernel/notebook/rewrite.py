@@ -63,33 +63,12 @@ def _autoawait() -> bool:
 
 def rewrite_cell_magic(lines: list[str]) -> list[str]:
     """A cleanup transform: a cell whose first line is `%%uexec ...` becomes one await."""
-    parts = _cell_magic(lines)
-    if parts is None:
-        return lines
-    return [f"await {_HERE}.run_uexec({parts[0]!r}, {parts[1]!r})\n"]
-
-
-def cell_magic_parts(shell, raw_cell: str) -> tuple[str, str] | None:
-    """The (line, body) this rewrite gives `run_uexec` for a raw cell, or None if it rewrites none.
-
-    The cleanup transforms before this one (IPython's: leading blank lines,
-    indentation, pasted prompts) are applied as `transform_cell` applies
-    them, so what `head_start` begins is what the cell's await will ask for.
-    """
-    cell = raw_cell if raw_cell.endswith("\n") else raw_cell + "\n"
-    lines = cell.splitlines(keepends=True)
-    for transform in shell.input_transformer_manager.cleanup_transforms:
-        if transform is rewrite_cell_magic:
-            return _cell_magic(lines)
-        lines = transform(lines)
-    return None  # not installed
-
-
-def _cell_magic(lines: list[str]) -> tuple[str, str] | None:
     if not lines or not _autoawait():
-        return None
+        return lines
     cell = _CELL_MAGIC.fullmatch(lines[0].rstrip("\n"))
-    return None if cell is None else (cell.group(1).strip(), "".join(lines[1:]))
+    if cell is None:
+        return lines
+    return [f"await {_HERE}.run_uexec({cell.group(1).strip()!r}, {''.join(lines[1:])!r})\n"]
 
 
 class AwaitLineMagic(TokenTransformBase):

@@ -196,6 +196,9 @@ export class SessionTerminal {
         this._scheduleFit();
         break;
       case 'attached':
+        // A pipes session's program writes `\n` alone (no terminal turns it into `\r\n`):
+        // each line still starts at the left.
+        this._term.options.convertEol = this._stream.readOnly;
         // The replay was written by a program in a terminal of the PTY's
         // size (a full-screen one addresses rows and columns): parse it at
         // that size, then resize to the view as a terminal window resizes.

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(120)
 START = (
     "from unified_exec_kernel.jupyter import current\n"
     "_m = current.manager_of(get_ipython())\n"
-    "pipes = current.bridge_of(get_ipython()).call(lambda: _m.spawn(['bash', '-c', 'echo from-pipes; sleep 60'], tty=False))\n"
+    "pipes = current.bridge_of(get_ipython()).call(lambda: _m.spawn(['bash', '-c', 'echo from-pipes; echo second-line; sleep 60'], tty=False))\n"
     "print('pipes session', pipes)"
 )
 READ_ONLY = "read-only: this session runs on pipes, without a terminal (an agent started it with tty=false); it takes no keys"
@@ -37,6 +37,9 @@ def test_a_live_view_of_a_pipes_session_says_it_is_read_only_and_sends_no_keys(l
     lines = wait_for_lines(terminal, lambda lines: "from-pipes" in lines, 15, "the program's output")
     said = "".join(lines[: lines.index("from-pipes")])  # one line (wrapped at the view's width), above the output
     assert said == READ_ONLY, lines
+    # A pipe carries `\n` alone (no terminal made it `\r\n`): each line still starts at the left.
+    lines = wait_for_lines(terminal, lambda lines: any("second-line" in line for line in lines), 15, "the second line")
+    assert "second-line" in lines, lines  # on main: `          second-line`, under the end of the first
     terminal.click()
     page.keyboard.type("typed")
     page.keyboard.press("Enter")

@@ -5,6 +5,7 @@
     python benchmarks/bench_live.py keys_browser keys_protocol keys_terminal  # the echo against JupyterLab's terminal
     python benchmarks/bench_live.py keys_browser keys_busy  # the echo while a cell runs Python, against idle
     python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
+    python benchmarks/bench_live.py keys_echo  # issue 26 item 18: echo vs the terminal, 3 runs, idle and beside a hog
 
 Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
 p99, in-kernel and in the browser (goals: <= 5 ms and <= 30 ms p50); a live
@@ -1140,8 +1141,35 @@ def report_flood_seq(f: dict) -> None:
     )
 
 
+# keys_echo (issue 26 item 18): the live view's echo against JupyterLab's terminal, idle and beside a CPU hog.
+ECHO_RUNS = 3
+HOG = [sys.executable, "-c", "while True: pass"]  # one CPU-bound process, as a build or a training loop beside
+
+
+def keys_echo() -> dict:
+    """keys_browser and keys_terminal ECHO_RUNS times each, interleaved, in the same lab: idle, then with HOG
+    running the whole time. Per run the ratios live / terminal of p50 and p99; their medians are the figures."""
+    figures = {}
+    for condition in ("idle", "hog"):
+        hog = subprocess.Popen(HOG) if condition == "hog" else None
+        try:
+            runs = [(keys_browser()["total"], keys_terminal()["total"]) for _ in range(ECHO_RUNS)]
+        finally:
+            if hog is not None:
+                hog.kill()
+                hog.wait()
+        figures[condition] = {
+            "live_p50": [live["p50"] for live, _ in runs], "terminal_p50": [terminal["p50"] for _, terminal in runs],
+            "live_p99": [live["p99"] for live, _ in runs], "terminal_p99": [terminal["p99"] for _, terminal in runs],
+            "p50_ratio": statistics.median(live["p50"] / terminal["p50"] for live, terminal in runs),
+            "p99_ratio": statistics.median(live["p99"] / terminal["p99"] for live, terminal in runs),
+        }
+    return figures
+
+
 CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_fallback": keys_fallback, "keys_busy": keys_busy,
-         "keys_protocol": keys_protocol, "keys_terminal": keys_terminal, "flood_view": flood_view, "flood_seq": flood_seq}
+         "keys_protocol": keys_protocol, "keys_terminal": keys_terminal, "keys_echo": keys_echo, "flood_view": flood_view,
+         "flood_seq": flood_seq}
 
 
 # -- report ----------------------------------------------------------------------
@@ -1296,9 +1324,21 @@ def report_flood_view(f: dict) -> None:
     )
 
 
+def report_keys_echo(f: dict) -> None:
+    for condition, what in (("idle", "idle"), ("hog", "beside one CPU-bound process")):
+        c = f[condition]
+        ms = lambda values: "/".join(f"{value:.1f}" for value in values)  # noqa: E731
+        p50, p99 = c["p50_ratio"], c["p99_ratio"]
+        print(
+            f"keystroke to echo, live view / JupyterLab's terminal, {what}, {ECHO_RUNS} runs each: p50 {ms(c['live_p50'])} / "
+            f"{ms(c['terminal_p50'])} ms, median ratio {p50:.2f} (goal <= 1.1: {'met' if p50 <= 1.1 else 'MISSED'}); p99 "
+            f"{ms(c['live_p99'])} / {ms(c['terminal_p99'])} ms, median ratio {p99:.2f} (goal <= 1.5: {'met' if p99 <= 1.5 else 'MISSED'})"
+        )
+
+
 REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "keys_fallback": report_keys_fallback,
            "keys_busy": report_keys_busy, "keys_protocol": report_keys_protocol, "keys_terminal": report_keys_terminal,
-           "flood_view": report_flood_view, "flood_seq": report_flood_seq}
+           "keys_echo": report_keys_echo, "flood_view": report_flood_view, "flood_seq": report_flood_seq}
 _figures: dict[str, dict] = {}  # each case's figures in this run, for comparisons across cases
 
 

@@ -83,6 +83,8 @@ def check_saving_keeps_the_screen_current(server, page, cells, name: str, tag: s
     # Keys typed into `cat`, Ctrl+S among them (JupyterLab's save, not XOFF), more keys right after.
     cat.click()
     page.keyboard.type(BEFORE, delay=15)
+    # What the terminal shows at the save is what the file must hold: the echo of these keys first.
+    wait_for_lines(cat, lambda lines: BEFORE in lines, 15, "the echo of the keys typed before the save")
     page.keyboard.press("Control+s")
     page.keyboard.type(AFTER, delay=15)
     page.keyboard.press("Enter")

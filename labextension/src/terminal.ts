@@ -12,7 +12,7 @@ import { Terminal, type IBufferCell, type IBufferLine } from '@xterm/xterm';
 import type { Carrier } from './carrier';
 import { OutputPacer } from './pacer';
 import { nextRequestId, type KernelMessage } from './protocol';
-import { screenHtml, screenText, type Colour, type ScreenCell } from './snapshot';
+import { screenHtml, screenText, TEXT_MAX_CHARS, type Colour, type ScreenCell } from './snapshot';
 import { SessionStream, type StreamAction } from './stream';
 
 export namespace SessionTerminal {
@@ -122,14 +122,17 @@ export class SessionTerminal {
     for (let y = active.baseY; y < active.baseY + this._term.rows; y++) {
       rows.push(screenCells(active.getLine(y), this._term.cols, cell));
     }
+    // The newest lines, as many as the text keeps (a full scrollback read whole took ~15 ms).
     const normal = this._term.buffer.normal;
     const lines: { text: string; wrapped: boolean }[] = [];
-    for (let y = 0; y < normal.length; y++) {
+    for (let y = normal.length - 1, chars = 0; y >= 0 && chars <= TEXT_MAX_CHARS; y--) {
       const line = normal.getLine(y);
       // Untrimmed where the next line continues it: its trailing spaces are text.
-      lines.push({ text: line?.translateToString(!normal.getLine(y + 1)?.isWrapped) ?? '', wrapped: line?.isWrapped === true });
+      const text = line?.translateToString(!normal.getLine(y + 1)?.isWrapped) ?? '';
+      lines.push({ text, wrapped: line?.isWrapped === true });
+      chars += text.length + 1;
     }
-    return { screen: screenHtml(rows), text: screenText(lines) };
+    return { screen: screenHtml(rows), text: screenText(lines.reverse()) };
   }
 
   dispose(): void {

@@ -149,3 +149,50 @@ def test_a_save_in_notebook_7_keeps_the_screen_on_show_focus_and_keys(notebook7,
         cells = open_notebook7(notebook7, page, "saved_screen_nb7", NOTEBOOK)
         check_saving_keeps_the_screen_current(notebook7, page, cells, "saved_screen_nb7", "notebook7")
 
+
+
+
+
+def save_and_read(server, page, name: str) -> dict[int, dict]:
+    """Ctrl+S from the notebook (a prompt has focus); the saved live-view outputs once the file changed."""
+    saved = server.root / f"{name}.ipynb"
+    before = saved.stat().st_mtime_ns
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell .jp-InputPrompt").first.click()
+    page.keyboard.press("Control+s")
+    wait_until(lambda: saved.stat().st_mtime_ns != before, 15, "the notebook to be saved")
+    return live_outputs(saved)
+
+
+def save_all(page) -> None:
+    page.locator(".lm-MenuBar-item", has_text="File").click()
+    page.locator('.lm-Menu-item[data-command="docmanager:save-all"]').click()
+
+
+def test_save_all_writes_the_screen_of_a_view_in_a_background_tab(lab, page):
+    # File > Save All saves a notebook in a background tab too; its view's terminal (opened
+    # there: a hidden tab keeps its size) goes on taking output, and the file keeps what it holds.
+    errors = extension_errors(page)
+    cells = open_notebook(lab, page, "saved_behind", [TICKER])
+    run_cell(page, cells, 1)
+    cells.nth(1).locator(".uexec-terminal").wait_for()
+    wait_output(cells.nth(1), r"\[session 0 was running ·")
+    first = max(ticks(save_and_read(lab, page, "saved_behind")[0]["text/html"]))
+    # Another notebook opened by its URL: the page loads again, the live view's notebook restored behind it.
+    page.goto(lab.write_notebook("in_front", ["1"]))
+    behind = page.locator("#jp-main-dock-panel .jp-NotebookPanel.lm-mod-hidden .uexec-widget .uexec-terminal")
+    wait_until(lambda: behind.count() == 1, 60, "the live view's notebook restored behind the other one")
+    saved = lab.root / "saved_behind.ipynb"
+    latest: dict = {}
+
+    def newer() -> bool:
+        before = saved.stat().st_mtime_ns
+        save_all(page)
+        wait_until(lambda: saved.stat().st_mtime_ns != before, 15, "Save All to save the notebook behind")
+        latest.update(live_outputs(saved)[0])
+        return max(ticks(latest["text/html"])) >= first + 20
+
+    wait_until(newer, 30, f"a saved screen past tick-{first + 20} (tick-{first} was saved first)", interval=0.5)
+    assert CAPTION.search(latest["text/html"]).group(3) == "running"
+    assert plain(latest).endswith(", running]"), plain(latest)[-200:]
+    page.wait_for_timeout(200)  # let late events reach the listeners
+    assert not errors, "JS errors from the extension:\n" + "\n".join(errors)

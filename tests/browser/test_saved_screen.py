@@ -40,9 +40,22 @@ def ticks(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"tick-(\d+)", text)]
 
 
+def read_notebook(path) -> dict:
+    """The file as JSON once it is whole: the server writes a notebook in place (its backup aside), so
+    a read right after its mtime changed may see it half written."""
+
+    def whole():
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            return None
+
+    return wait_until(whole, 10, f"{path.name} to be whole JSON")
+
+
 def live_outputs(path) -> dict[int, dict]:
     """The saved file's live-view outputs by session id (from their captions): each output's `data`."""
-    notebook = json.loads(path.read_text())
+    notebook = read_notebook(path)
     found = {}
     for cell in notebook["cells"]:
         for output in cell.get("outputs", []):

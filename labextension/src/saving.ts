@@ -23,9 +23,7 @@
 
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
-import { SNAPSHOT_EVENT, withSnapshot, type Snapshot, type SnapshotRequest } from './snapshot';
-
-const WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json';
+import { isLiveViewData, SNAPSHOT_EVENT, withSnapshot, type Snapshot, type SnapshotRequest } from './snapshot';
 
 /** What the extension uses of a cell's shared model: @jupyter/ydoc's `YCodeCell` (its outputs are Y.Maps). */
 interface SharedCell {
@@ -73,7 +71,7 @@ export function writeScreens(panel: NotebookPanel): number {
     for (let index = 0; index < Math.min(outputs.length, shown.length); index++) {
       const output = outputs.get(index) as OutputMap | undefined;
       const data = output && typeof output.get === 'function' ? output.get('data') : undefined;
-      if (!isObject(data) || !(WIDGET_VIEW in data)) {
+      if (!isLiveViewData(data)) {
         continue;
       }
       const snapshot = askView(shown[index].node);
@@ -95,8 +93,4 @@ function askView(node: HTMLElement): Snapshot | null {
   const request: SnapshotRequest = {};
   terminal.dispatchEvent(new CustomEvent(SNAPSHOT_EVENT, { detail: request }));
   return request.answer ?? null;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

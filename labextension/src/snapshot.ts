@@ -176,6 +176,21 @@ export function caption(sessionId: number, title: string, state: string): string
 
 type MimeData = Record<string, unknown>;
 
+const WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json';
+
+/**
+ * An output's `data` is a live view's as the kernel wrote it: a widget view
+ * with a captioned screen. A container widget (a box around a view) is not:
+ * its text is not the terminal's to replace.
+ */
+export function isLiveViewData(data: unknown): data is MimeData {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return false;
+  }
+  const html = joined((data as MimeData)['text/html']);
+  return WIDGET_VIEW in data && html !== null && html.includes('<div class="uexec-screen-caption">');
+}
+
 function joined(value: unknown): string | null {
   if (typeof value === 'string') {
     return value;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { caption, cssColour, screenHtml, screenText, withSnapshot, type ScreenCell } from '../src/snapshot';
+import { caption, cssColour, isLiveViewData, screenHtml, screenText, withSnapshot, type ScreenCell } from '../src/snapshot';
 
 function cells(text: string, style: Partial<ScreenCell> = {}): ScreenCell[] {
   return [...text].map(chars => ({ chars, width: 1, fg: 'default', bg: 'default', ...style }));
@@ -100,4 +100,14 @@ test('without text from the view, the old text keeps its body and takes the new 
   const noted = { ...OLD, 'text/plain': ['tick-1\n', '[live terminal: session 0 (cat), running]\n[a note]'] };
   assert.equal(withSnapshot(noted, snapshot)['text/plain'], 'tick-1\n[live terminal: session 0 (cat), closed]\n[a note]');
   assert.equal(withSnapshot({}, snapshot)['text/plain'], '[live terminal: session 0 (cat), closed]');
+});
+
+test("only a live view's output as the kernel wrote it takes a screen", () => {
+  assert.equal(isLiveViewData(OLD), true);
+  assert.equal(isLiveViewData({ ...OLD, 'text/html': [OLD['text/html'].slice(0, 40), OLD['text/html'].slice(40)] }), true);
+  const box = { 'application/vnd.jupyter.widget-view+json': { model_id: 'box' }, 'text/plain': 'VBox(children=(...))' };
+  assert.equal(isLiveViewData(box), false);
+  assert.equal(isLiveViewData({ 'text/html': OLD['text/html'] }), false);
+  assert.equal(isLiveViewData(null), false);
+  assert.equal(isLiveViewData([OLD]), false);
 });

@@ -146,9 +146,12 @@ const savedScreensPlugin: JupyterFrontEndPlugin<void> = {
   id: 'unified-exec-kernel:saved-screens',
   description: "Writes each open live view's screen into the notebook just before it is saved.",
   autoStart: true,
-  requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker): void => {
-    keepSavedScreensCurrent(notebooks);
+  // Optional: Voila loads lab extensions too, and has no notebooks to save.
+  optional: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker | null): void => {
+    if (notebooks) {
+      keepSavedScreensCurrent(notebooks);
+    }
   }
 };
 

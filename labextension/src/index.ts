@@ -17,6 +17,7 @@ import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { commandLine, sessionState } from './format';
 import { sessionsIcon } from './icons';
 import type { SessionInfo } from './protocol';
+import { keepSavedScreensCurrent } from './saving';
 
 export namespace CommandIDs {
   export const showSessions = 'uexec:show-sessions';
@@ -136,4 +137,22 @@ async function pickSession(sessions: readonly SessionInfo[]): Promise<SessionInf
   return index >= 0 ? sessions[index] : null;
 }
 
-export default [panelPlugin];
+/**
+ * A notebook saved while a live view's program prints keeps the screen shown
+ * at the save, not the one of its cell's end (saving.ts). Small, and no
+ * xterm.js: the views answer for themselves.
+ */
+const savedScreensPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'unified-exec-kernel:saved-screens',
+  description: "Writes each open live view's screen into the notebook just before it is saved.",
+  autoStart: true,
+  // Optional: Voila loads lab extensions too, and has no notebooks to save.
+  optional: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, notebooks: INotebookTracker | null): void => {
+    if (notebooks) {
+      keepSavedScreensCurrent(notebooks);
+    }
+  }
+};
+
+export default [panelPlugin, savedScreensPlugin];

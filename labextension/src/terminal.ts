@@ -7,11 +7,12 @@
  */
 
 import { FitAddon } from '@xterm/addon-fit';
-import { Terminal } from '@xterm/xterm';
+import { Terminal, type IBufferCell, type IBufferLine } from '@xterm/xterm';
 
 import type { Carrier } from './carrier';
 import { OutputPacer } from './pacer';
 import { nextRequestId, type KernelMessage } from './protocol';
+import { screenHtml, screenText, TEXT_MAX_CHARS, type Colour, type ScreenCell } from './snapshot';
 import { SessionStream, type StreamAction } from './stream';
 
 export namespace SessionTerminal {
@@ -103,6 +104,35 @@ export class SessionTerminal {
   /** Shown again after being hidden: another view may have resized the PTY. */
   refit(): void {
     this._scheduleFit();
+  }
+
+  /**
+   * What the terminal shows now, for a saved notebook (snapshot.ts): its
+   * screen as HTML and the main buffer's lines as text; null before it
+   * opened (it has shown nothing yet). A read of xterm's buffer: nothing
+   * on the page changes.
+   */
+  snapshot(): { screen: string; text: string } | null {
+    if (!this._opened || this._disposed) {
+      return null;
+    }
+    const active = this._term.buffer.active;
+    const cell = active.getNullCell();
+    const rows: ScreenCell[][] = [];
+    for (let y = active.baseY; y < active.baseY + this._term.rows; y++) {
+      rows.push(screenCells(active.getLine(y), this._term.cols, cell));
+    }
+    // The newest lines, as many as the text keeps (a full scrollback read whole took ~15 ms).
+    const normal = this._term.buffer.normal;
+    const lines: { text: string; wrapped: boolean }[] = [];
+    for (let y = normal.length - 1, chars = 0; y >= 0 && chars <= TEXT_MAX_CHARS; y--) {
+      const line = normal.getLine(y);
+      // Untrimmed where the next line continues it: its trailing spaces are text.
+      const text = line?.translateToString(!normal.getLine(y + 1)?.isWrapped) ?? '';
+      lines.push({ text, wrapped: line?.isWrapped === true });
+      chars += text.length + 1;
+    }
+    return { screen: screenHtml(rows), text: screenText(lines.reverse()) };
   }
 
   dispose(): void {
@@ -386,6 +416,33 @@ function isSaveKey(event: KeyboardEvent): boolean {
  */
 function inJupyterApp(node: HTMLElement): boolean {
   return node.closest('.jp-MainAreaWidget') !== null;
+}
+
+/** A row of xterm's buffer as snapshot.ts's cells (one reused `cell` reads them). */
+function screenCells(line: IBufferLine | undefined, cols: number, cell: IBufferCell): ScreenCell[] {
+  const cells: ScreenCell[] = [];
+  for (let x = 0; line && x < cols && line.getCell(x, cell); x++) {
+    cells.push({
+      chars: cell.getChars(),
+      width: cell.getWidth(),
+      fg: colourOf(cell.isFgDefault(), cell.isFgRGB(), cell.getFgColor()),
+      bg: colourOf(cell.isBgDefault(), cell.isBgRGB(), cell.getBgColor()),
+      bold: cell.isBold() !== 0,
+      italic: cell.isItalic() !== 0,
+      underline: cell.isUnderline() !== 0,
+      strikethrough: cell.isStrikethrough() !== 0,
+      inverse: cell.isInverse() !== 0,
+      invisible: cell.isInvisible() !== 0
+    });
+  }
+  return cells;
+}
+
+function colourOf(isDefault: boolean, isRgb: boolean, value: number): Colour {
+  if (isDefault) {
+    return 'default';
+  }
+  return isRgb ? '#' + value.toString(16).padStart(6, '0') : value;
 }
 
 function clamp(n: number): number {

@@ -13,6 +13,7 @@ import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
 import { DISCONNECTED_NOTICE, viewState } from './format';
 import { asKernelMessage, type FrontEndMessage } from './protocol';
 import { renderPlayer } from './player';
+import { caption, SNAPSHOT_EVENT, type SnapshotRequest } from './snapshot';
 import { SessionTerminal } from './terminal';
 
 /** The traits `TerminalWidget` syncs. */
@@ -24,6 +25,8 @@ interface Traits {
   closed: boolean;
   /** The kernel's id, for the direct channel; empty (or absent, from an older kernel) when unknown. */
   kernel_id?: string;
+  /** The last screen the kernel drew (live/loaded.py), kept current while the session prints. */
+  screen_html?: string;
 }
 
 type Callback = (...args: any[]) => void;
@@ -181,17 +184,21 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   const heard = { alive: model.get('alive'), exitCode: model.get('exit_code'), closed: false, kept: false };
   let waiting = false;
   let paused = false;
-  const update = (): void => {
-    title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
-    title.title = title.textContent;
+  /** The session's state as the view knows it (after a kernel restart, from what it heard). */
+  const words = (): string => {
     const own = !carrier.outlivedFallback;
-    const shown = viewState(
+    return viewState(
       own ? model.get('alive') : heard.alive,
       own ? model.get('exit_code') : heard.exitCode,
       !carrier.isClosed,
       own ? model.get('closed') === true : heard.closed,
       heard.kept
     );
+  };
+  const update = (): void => {
+    title.textContent = model.get('title') || `uexec ${model.get('session_id')}`;
+    title.title = title.textContent;
+    const shown = words();
     state.textContent = waiting
       ? 'reconnecting'
       : paused && shown === 'running'
@@ -239,6 +246,21 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
     }
   });
   el.appendChild(terminal.node);
+  // Before a save, the lab extension asks for what the view shows (saving.ts):
+  // the terminal's screen, else (not opened yet) the kernel's last drawing.
+  const answerSnapshot = (event: Event): void => {
+    const request = (event as CustomEvent<SnapshotRequest | undefined>).detail;
+    if (!request) {
+      return;
+    }
+    const shown = terminal.snapshot();
+    request.answer = {
+      screen: shown?.screen ?? String(model.get('screen_html') ?? ''),
+      text: shown?.text ?? null,
+      caption: caption(sessionId, model.get('title'), words())
+    };
+  };
+  terminal.node.addEventListener(SNAPSHOT_EVENT, answerSnapshot);
   const views = shownBySession.get(sessionId) ?? new Set<Shown>();
   shownBySession.set(sessionId, views);
   const view: Shown = {
@@ -255,6 +277,7 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
         model.off(name, update);
       }
       stopListening();
+      terminal.node.removeEventListener(SNAPSHOT_EVENT, answerSnapshot);
       terminal.dispose();
       carrier.dispose();
       view.root.replaceChildren();

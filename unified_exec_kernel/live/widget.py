@@ -131,7 +131,9 @@ class TerminalWidget(LoadedWidget):
         render the view again, and keys typed meanwhile (by someone typing
         into a terminal whose output is stopped, say) would go to the
         notebook. The displays' `text/html` follows when the cell ends and
-        when the session ends.
+        when the session ends; in JupyterLab and Notebook 7 the lab extension
+        also writes the view's own screen into them just before each save
+        (labextension/src/saving.ts), without rendering the view again.
         """
         try:
             if self.comm is not None and self.alive and drawn.exception() is None:

@@ -5,6 +5,7 @@
     python benchmarks/bench_live.py keys_browser keys_protocol keys_terminal  # the echo against JupyterLab's terminal
     python benchmarks/bench_live.py keys_browser keys_busy  # the echo while a cell runs Python, against idle
     python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
+    python benchmarks/bench_live.py flood_terminal  # a flood in a live view against JupyterLab's terminal
 
 Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
 p99, in-kernel and in the browser (goals: <= 5 ms and <= 30 ms p50); a live
@@ -52,6 +53,15 @@ responsiveness.
 - flood_seq: `seq 1 2000000` in a live view over the direct channel: the page's rAF rate until the exit
   notice shows (goal >= 50 fps), bytes and `skipped` in the `B` frames (goal: 0 skipped), and whether the
   last screen holds the last numbers, consecutive.
+- flood_terminal: `seq 1 2000000` typed into bash in a live view (direct channel) and into bash in JupyterLab's
+  own terminal (terminado; a page of its own in the same lab and Chromium, sized to the live view's rows, since a
+  renderer's work per frame grows with them), three runs each, interleaved so both see the same load. Both timed
+  the same way in the page: from the Enter keydown's timeStamp to the first time the screen shows `2000000` with
+  the shell's prompt on the row below (the live view's DOM rows read in a MutationObserver, the terminal's buffer in
+  xterm's onRender: the frame that paints it), each run after `clear`. Prints each run (seconds, rAF fps, frame gap
+  p50/p99, the 1-minute load), the medians' ratio live view / terminal (goal, issue 26: <= 1.0) and the live view's
+  fps (goal >= 50); `skipped` in the live view's `B` frames (goal 0) and whether each last screen holds
+  consecutive numbers.
 - flood_view: `%%uexec --live -t 100` + `yes` in the same page for 10 s:
   kernel-channel websocket frames (Playwright `framereceived`), comm messages
   and bytes per second beside the Jupyter server's iopub limits (1000 msgs/s;
@@ -1293,19 +1303,20 @@ def flood_terminal() -> dict:
     try:
         term_page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", TERMINAL_FLOOD_ROWS_JS), None)
         # The same rows as the live view: a renderer's work per frame grows with them.
-        size = term_page.evaluate("() => { const w = [...window.jupyterapp.shell.widgets('main')]"
-                                  ".find(w => w.content && w.content._term); const t = w.content._term;"
-                                  " return [t.rows, t.cols, w.content.node.clientHeight]; }")
-        cell_px = size[2] / size[0]
-        height = 1200 - round((size[0] - live_size[0]) * cell_px)
-        term_page.set_viewport_size({"width": 1400, "height": height})
-        term_page.wait_for_function(
-            "n => [...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term)"
-            ".content._term.rows <= n", arg=live_size[0], timeout=10_000,
-        )
+        term_js = "[...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term).content"
+        height = 1200
+        for _ in range(4):
+            rows_now, node_px = term_page.evaluate(f"() => {{ const c = {term_js}; return [c._term.rows, c.node.clientHeight]; }}")
+            if rows_now == live_size[0]:
+                break
+            height -= round((rows_now - live_size[0]) * node_px / rows_now) or (1 if rows_now > live_size[0] else -1)
+            term_page.set_viewport_size({"width": 1400, "height": height})
+            try:
+                term_page.wait_for_function(f"n => {term_js}._term.rows !== n", arg=rows_now, timeout=3000)
+            except PlaywrightTimeout:
+                pass  # not a whole row's worth: the next try moves it further
         term_page.wait_for_timeout(500)  # the terminal's resize reaches the shell
-        term_size = term_page.evaluate("() => { const t = [...window.jupyterapp.shell.widgets('main')]"
-                                       ".find(w => w.content && w.content._term).content._term; return t.rows + 'x' + t.cols; }")
+        term_size = term_page.evaluate(f"() => {{ const t = {term_js}._term; return t.rows + 'x' + t.cols; }}")
         renderer = term_page.evaluate(
             "() => { const c = document.querySelector('.jp-Terminal .xterm-screen canvas');"
             " if (!c) return 'dom'; try { return c.getContext('webgl2') || c.getContext('webgl') ? 'webgl' : '2d'; }"

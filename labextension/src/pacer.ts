@@ -48,10 +48,11 @@ export namespace OutputPacer {
  * frame also holds xterm's DOM render of a scrolled screen and the page's
  * style, layout and paint, which take a few ms; the main thread idles the
  * rest. At 4 ms a frame the parse was what bounded a flood (~3 MB/s: `seq 1
- * 2000000` took 1.4x as long as in JupyterLab's terminal, at 60 fps); at 8
- * it goes about twice as fast at 55-60 fps; 10-12 gained little more and
- * lost frames under load (benchmarks/bench_live.py flood_terminal,
- * flood_seq, flood_view; docs/architecture.md).
+ * 2000000` typed into bash took 1.54-1.57x as long as in JupyterLab's
+ * terminal of the same rows, at 60 fps); at 8 it takes 0.77-0.82x, at 58-59
+ * fps (2 shared cores); 10-12 gained little more and lost frames under load
+ * (benchmarks/bench_live.py flood_terminal, flood_seq, flood_view;
+ * docs/architecture.md).
  */
 export const PARSE_MS_PER_FRAME = 8;
 

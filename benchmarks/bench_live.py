@@ -6,6 +6,7 @@
     python benchmarks/bench_live.py keys_browser keys_busy  # the echo while a cell runs Python, against idle
     python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
     python benchmarks/bench_live.py keys_echo  # issue 26 item 18: echo vs the terminal, 3 runs, idle and beside a hog
+    python benchmarks/bench_live.py flood_terminal  # a flood in a live view against JupyterLab's terminal
 
 Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
 p99, in-kernel and in the browser (goals: <= 5 ms and <= 30 ms p50); a live
@@ -53,6 +54,15 @@ responsiveness.
 - flood_seq: `seq 1 2000000` in a live view over the direct channel: the page's rAF rate until the exit
   notice shows (goal >= 50 fps), bytes and `skipped` in the `B` frames (goal: 0 skipped), and whether the
   last screen holds the last numbers, consecutive.
+- flood_terminal: `seq 1 2000000` typed into bash in a live view (direct channel) and into bash in JupyterLab's
+  own terminal (terminado; a page of its own in the same lab and Chromium, sized to the live view's rows, since a
+  renderer's work per frame grows with them), three runs each, interleaved so both see the same load. Both timed
+  the same way in the page: from the Enter keydown's timeStamp to the first time the screen shows `2000000` with
+  the shell's prompt on the row below (the live view's DOM rows read in a MutationObserver, the terminal's buffer in
+  xterm's onRender: the frame that paints it), each run after `clear`. Prints each run (seconds, rAF fps, frame gap
+  p50/p99, the 1-minute load), the medians' ratio live view / terminal (goal, issue 26: <= 1.0) and the live view's
+  fps (goal >= 50); `skipped` in the live view's `B` frames (goal 0) and whether each last screen holds
+  consecutive numbers.
 - flood_view: `%%uexec --live -t 100` + `yes` in the same page for 10 s:
   kernel-channel websocket frames (Playwright `framereceived`), comm messages
   and bytes per second beside the Jupyter server's iopub limits (1000 msgs/s;
@@ -312,6 +322,7 @@ NOTEBOOK_CELLS = [
     "%%uexec --live -t 100\nyes",  # 2: the flood
     "%uexec_kill --all",  # 3: stops it
     f"%%uexec --live -t 100\nseq 1 {SEQ_LINES}",  # 4: flood_seq
+    "%%uexec --live -t 500\nbash",  # 5: flood_terminal's shell in a live view
 ]
 
 # Wraps WebSocket before JupyterLab loads: the time each `input` leaves and each `data` event arrives, on the kernel's
@@ -1167,9 +1178,230 @@ def keys_echo() -> dict:
     return figures
 
 
+# -- flood_terminal: the same flood typed into a shell, a live view against JupyterLab's terminal -------------
+
+FLOOD_RUNS = 3
+
+# A flood's probe in one page, on a shell at its prompt: `arm()` waits for the Enter that sends the command (its
+# keydown's timeStamp starts the clock), records every animation frame, and stops at the first check after which the
+# screen shows the flood's last number with the shell's prompt on the row below it: the frame that paints the end.
+# `/* rows */` defines `rows()` (the screen's rows as text) and calls `check()` whenever the terminal has drawn.
+FLOOD_PROBE_JS = r"""
+(arg) => {
+  const probe = window.__flood = { armed: false, start: null, done: null, frames: [], prompt: '', last: '', screen: [] };
+  document.addEventListener('keydown', e => {
+    if (probe.armed && probe.start === null && e.key === 'Enter') probe.start = e.timeStamp;
+  }, true);
+  const tick = t => {
+    if (!probe.armed) return;
+    probe.frames.push(t);
+    requestAnimationFrame(tick);
+  };
+  probe.arm = (prompt, last) => {
+    Object.assign(probe, { armed: true, start: null, done: null, frames: [], prompt, last, screen: [] });
+    requestAnimationFrame(tick);
+  };
+  let rows = () => [];
+  const check = () => {
+    if (!probe.armed || probe.start === null) return;
+    const r = rows();
+    const i = r.lastIndexOf(probe.last);
+    if (i >= 0 && i + 1 < r.length && r[i + 1].startsWith(probe.prompt)) {
+      probe.done = performance.now();
+      probe.armed = false;
+      probe.screen = r;
+    }
+  };
+  /* rows */
+  return true;
+}
+"""
+
+# The live view draws its rows in the DOM: they are read when they change (the frame's render, before its paint).
+LIVE_FLOOD_ROWS_JS = """
+  const el = document.querySelector(arg);
+  rows = () => Array.from(el.children, row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd());
+  window.__floodRows = rows;
+  new MutationObserver(check).observe(el, { subtree: true, childList: true, characterData: true });
+"""
+
+# JupyterLab's terminal draws on a canvas: its buffer's visible rows are read in xterm's onRender (as keys_terminal).
+TERMINAL_FLOOD_ROWS_JS = """
+  const widget = [...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term);
+  const term = widget.content._term;
+  rows = () => {
+    const b = term.buffer.active, out = [];
+    for (let y = b.viewportY; y < b.viewportY + term.rows; y++) {
+      const line = b.getLine(y);
+      out.push(line ? line.translateToString(true) : '');
+    }
+    return out;
+  };
+  window.__floodRows = rows;
+  term.onRender(check);
+"""
+
+FLOOD_DONE_JS = "() => window.__flood.done !== null"
+FLOOD_RESULT_JS = "() => { const p = window.__flood; return { start: p.start, done: p.done, frames: p.frames, screen: p.screen }; }"
+
+
+def _open_terminal_page(lab: Lab, viewport: dict) -> tuple:
+    """A page of its own with JupyterLab's terminal (terminado) open and ready; (page, terminal name)."""
+    name = lab._api("POST", "/api/terminals")["name"]
+    page = lab.browser.new_page(viewport=viewport)
+    page.goto(f"{lab.base}/lab/workspaces/bench-flood-terminal?reset", wait_until="domcontentloaded", timeout=60_000)
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('terminal:open')",
+                           timeout=60_000)
+    page.evaluate("name => window.jupyterapp.commands.execute('terminal:open', { name })", name)
+    page.wait_for_function(
+        "() => [...window.jupyterapp.shell.widgets('main')].some(w => w.content && w.content._term && w.content._isReady)",
+        timeout=60_000,
+    )
+    return page, name
+
+
+def _prompt_row(page) -> str:
+    """The shell's prompt, once the screen's last non-empty row is one and has stayed so (the shell waits for keys)."""
+    last = None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        rows = [row for row in page.evaluate("() => window.__floodRows()") if row.strip()]
+        now = rows[-1].strip() if rows else ""
+        if now and now == last and now[-1] in "$#%>":
+            return now
+        last = now
+        page.wait_for_timeout(300)
+    raise RuntimeError(f"no shell prompt on screen: {last!r}")
+
+
+def _clear(page, prompt: str) -> None:
+    page.keyboard.type("clear")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "p => { const r = window.__floodRows().filter(x => x.trim()); return r.length === 1 && r[0].trim() === p; }",
+        arg=prompt, timeout=20_000, polling=50,
+    )
+
+
+def _one_flood(page, prompt: str) -> dict:
+    """Clear the screen, type the flood's command and wait for its end on screen; the page's timings."""
+    _clear(page, prompt)
+    page.evaluate("([p, last]) => window.__flood.arm(p, last)", [prompt, str(SEQ_LINES)])
+    page.keyboard.type(f"seq 1 {SEQ_LINES}")
+    page.keyboard.press("Enter")
+    page.wait_for_function(FLOOD_DONE_JS, timeout=SEQ_TIMEOUT_S * 1000, polling=200)
+    r = page.evaluate(FLOOD_RESULT_JS)
+    frames = [t for t in r["frames"] if t >= r["start"]]
+    gaps = [b - a for a, b in zip(frames, frames[1:])]
+    screen = [row for row in r["screen"] if row.strip()]
+    end = screen.index(str(SEQ_LINES))
+    numbers = screen[:end + 1]
+    exact = numbers == [str(n) for n in range(SEQ_LINES - len(numbers) + 1, SEQ_LINES + 1)]
+    return {
+        "seconds": (r["done"] - r["start"]) / 1000,
+        "fps": len(frames) / ((r["done"] - r["start"]) / 1000),
+        "gap_p50": _pct(gaps, 50),
+        "gap_p99": _pct(gaps, 99),
+        "screen_exact": exact and len(numbers) > 1,
+        "load": os.getloadavg()[0],
+    }
+
+
+def flood_terminal() -> dict:
+    """`seq 1 2000000` typed into bash in a live view and in JupyterLab's terminal, FLOOD_RUNS each, interleaved."""
+    lab = _get_lab()
+    page = lab.page
+    page.evaluate("() => { window.__benchNoDirect = false; }")
+    shown = "[...document.querySelectorAll('[data-bench-cell=\"5\"] .uexec-terminal')].map(t => t.dataset.sessionId)"
+    lab.run_cell(5)
+    page.wait_for_function(f"() => {shown}.length > 0", timeout=60_000)
+    sid = page.evaluate(f"() => {shown}[0]")
+    terminal = f'[data-bench-cell="5"] .uexec-terminal[data-session-id="{sid}"]'
+    rows = f"{terminal} .xterm-rows"
+    page.locator(rows).wait_for(state="attached", timeout=60_000)
+    page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() >= 1", timeout=10_000)
+    page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", LIVE_FLOOD_ROWS_JS), rows)
+    live_size = page.evaluate("sel => { const r = document.querySelector(sel); return [r.children.length, r.clientWidth]; }",
+                              rows)
+    page.locator(terminal).click()
+    live_prompt = _prompt_row(page)
+
+    term_page, name = _open_terminal_page(lab, {"width": 1400, "height": 1200})
+    try:
+        term_page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", TERMINAL_FLOOD_ROWS_JS), None)
+        # The same rows as the live view: a renderer's work per frame grows with them.
+        term_js = "[...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term).content"
+        height = 1200
+        for _ in range(4):
+            rows_now, node_px = term_page.evaluate(f"() => {{ const c = {term_js}; return [c._term.rows, c.node.clientHeight]; }}")
+            if rows_now == live_size[0]:
+                break
+            height -= round((rows_now - live_size[0]) * node_px / rows_now) or (1 if rows_now > live_size[0] else -1)
+            term_page.set_viewport_size({"width": 1400, "height": height})
+            try:
+                term_page.wait_for_function(f"n => {term_js}._term.rows !== n", arg=rows_now, timeout=3000)
+            except PlaywrightTimeout:
+                pass  # not a whole row's worth: the next try moves it further
+        term_page.wait_for_timeout(500)  # the terminal's resize reaches the shell
+        term_size = term_page.evaluate(f"() => {{ const t = {term_js}._term; return t.rows + 'x' + t.cols; }}")
+        renderer = term_page.evaluate(
+            "() => { const c = document.querySelector('.jp-Terminal .xterm-screen canvas');"
+            " if (!c) return 'dom'; try { return c.getContext('webgl2') || c.getContext('webgl') ? 'webgl' : '2d'; }"
+            " catch (e) { return 'canvas'; } }"
+        )
+        term_page.locator(".jp-Terminal .xterm").first.click()
+        term_prompt = _prompt_row(term_page)
+        live_runs, term_runs, direct = [], [], []
+        for _ in range(FLOOD_RUNS):
+            page.bring_to_front()
+            page.locator(terminal).click()
+            page.evaluate(RESET_DIRECT_COUNTS_JS)
+            live_runs.append(_one_flood(page, live_prompt))
+            direct.append(page.evaluate(DIRECT_COUNTS_JS))
+            term_page.bring_to_front()
+            term_page.locator(".jp-Terminal .xterm").first.click()
+            term_runs.append(_one_flood(term_page, term_prompt))
+    finally:
+        term_page.close()
+        try:
+            lab._api("DELETE", f"/api/terminals/{name}")
+        except OSError as error:
+            print(f"warning: deleting terminal {name} failed: {error!r}", file=sys.stderr)
+    return {"live": live_runs, "terminal": term_runs, "direct": direct, "live_size": live_size[0],
+            "terminal_size": term_size, "renderer": renderer}
+
+
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def report_flood_terminal(f: dict) -> None:
+    def runs_text(runs: list[dict]) -> str:
+        return ", ".join(
+            f"{r['seconds']:.2f} s {r['fps']:.0f} fps gaps p50 {r['gap_p50']:.0f}/p99 {r['gap_p99']:.0f} ms "
+            f"(load {r['load']:.2f}{'' if r['screen_exact'] else ', SCREEN WRONG'})" for r in runs
+        )
+
+    live, term = f["live"], f["terminal"]
+    skipped = sum(d["skipped"] for d in f["direct"])
+    print(
+        f"flood terminal, `seq 1 {SEQ_LINES}` typed into bash, Enter's keydown -> the frame showing {SEQ_LINES} above "
+        f"the prompt, {FLOOD_RUNS} runs each, interleaved: live view (direct channel, {f['live_size']} rows; "
+        f"skipped {skipped}, goal 0): {runs_text(live)}; JupyterLab's terminal ({f['renderer']} renderer, "
+        f"{f['terminal_size']}): {runs_text(term)}"
+    )
+    ratio = _median(live, "seconds") / _median(term, "seconds")
+    fps = _median(live, "fps")
+    print(
+        f"live view / terminal, medians of {FLOOD_RUNS}: {_median(live, 'seconds'):.2f} / {_median(term, 'seconds'):.2f} s "
+        f"= {ratio:.2f}x (goal <= 1.0: {'met' if ratio <= 1.0 else 'MISSED'}); live view {fps:.0f} fps (goal >= 50: "
+        f"{'met' if fps >= 50 else 'MISSED'}), frame gap p99 {_median(live, 'gap_p99'):.0f} ms; terminal "
+        f"{_median(term, 'fps'):.0f} fps, gap p99 {_median(term, 'gap_p99'):.0f} ms"
+    )
+
 CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_fallback": keys_fallback, "keys_busy": keys_busy,
          "keys_protocol": keys_protocol, "keys_terminal": keys_terminal, "keys_echo": keys_echo, "flood_view": flood_view,
-         "flood_seq": flood_seq}
+         "flood_seq": flood_seq, "flood_terminal": flood_terminal}
 
 
 # -- report ----------------------------------------------------------------------
@@ -1338,7 +1570,8 @@ def report_keys_echo(f: dict) -> None:
 
 REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "keys_fallback": report_keys_fallback,
            "keys_busy": report_keys_busy, "keys_protocol": report_keys_protocol, "keys_terminal": report_keys_terminal,
-           "keys_echo": report_keys_echo, "flood_view": report_flood_view, "flood_seq": report_flood_seq}
+           "keys_echo": report_keys_echo, "flood_view": report_flood_view, "flood_seq": report_flood_seq,
+           "flood_terminal": report_flood_terminal}
 _figures: dict[str, dict] = {}  # each case's figures in this run, for comparisons across cases
 
 

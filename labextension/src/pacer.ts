@@ -44,11 +44,17 @@ export namespace OutputPacer {
 }
 
 /**
- * Parse time per frame to aim at. A flood's frame also holds xterm's DOM
- * render of a scrolled screen and the page's style, layout and paint
- * (benchmarks/bench_live.py flood_seq; see docs/architecture.md).
+ * Parse time per frame to aim at: about half of a 60 Hz frame. A flood's
+ * frame also holds xterm's DOM render of a scrolled screen and the page's
+ * style, layout and paint, which take a few ms; the main thread idles the
+ * rest. At 4 ms a frame the parse was what bounded a flood (~3 MB/s: `seq 1
+ * 2000000` typed into bash took 1.54-1.57x as long as in JupyterLab's
+ * terminal of the same rows, at 60 fps); at 8 it takes 0.77-0.82x, at 58-59
+ * fps (2 shared cores); 10-12 gained little more and lost frames under load
+ * (benchmarks/bench_live.py flood_terminal, flood_seq, flood_view;
+ * docs/architecture.md).
  */
-export const PARSE_MS_PER_FRAME = 4;
+export const PARSE_MS_PER_FRAME = 8;
 
 /**
  * The budget before any batch was timed. Small: xterm parses slowest while

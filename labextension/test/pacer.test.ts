@@ -154,6 +154,29 @@ test('the budget follows the parse speed towards the time aimed at', () => {
   assert.ok(Math.abs(page.pacer.budget - 6 * 8 * 1024) < 1024, `budget ${page.pacer.budget}`);
 });
 
+test('a flood is given about half of each 60 Hz frame to parse, the rest left to the renderer', () => {
+  // 4 ms a frame bounded a flood at a third of what the page could draw
+  // (bench_live.py flood_terminal); a whole frame of parsing drops frames.
+  const page = new Page();
+  page.speed = 2 * 1024; // units per ms
+  const total = 4 * 1024 * 1024;
+  for (let end = 64 * 1024; end <= total; end += 64 * 1024) {
+    page.pacer.writeBytes(bytes(64 * 1024), end);
+  }
+  const parseMs: number[] = [];
+  while (!page.pacer.drained) {
+    page.frame(); // 16 ms
+    const before = page.now;
+    page.parse();
+    parseMs.push(page.now - before);
+  }
+  const steady = parseMs.slice(10, -2); // learnt, and not the last, partial batches
+  assert.ok(steady.length > 100, `${steady.length} frames`);
+  for (const ms of steady) {
+    assert.ok(ms >= 7 && ms <= 9, `${ms} ms of parsing in a 16 ms frame`);
+  }
+});
+
 test('one quick batch at most doubles the budget', () => {
   const page = new Page();
   page.speed = 100 * FIRST_BUDGET; // a hundred times faster than the first budget assumes

@@ -1399,6 +1399,7 @@ def report_flood_terminal(f: dict) -> None:
         f"{_median(term, 'fps'):.0f} fps, gap p99 {_median(term, 'gap_p99'):.0f} ms"
     )
 
+
 CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_fallback": keys_fallback, "keys_busy": keys_busy,
          "keys_protocol": keys_protocol, "keys_terminal": keys_terminal, "keys_echo": keys_echo, "flood_view": flood_view,
          "flood_seq": flood_seq, "flood_terminal": flood_terminal}

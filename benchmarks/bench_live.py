@@ -941,6 +941,15 @@ def _split(records: list[dict], log: dict) -> dict:
     return {"to_send": _summary(to_send), "round_trip": _summary(round_trip), "to_dom": _summary(to_screen)}
 
 
+def _close_terminal(lab: Lab, page, name: str) -> None:
+    """Close a JupyterLab terminal's page and end the terminal (its shell) on the server."""
+    page.close()
+    try:
+        lab._api("DELETE", f"/api/terminals/{name}")
+    except OSError as error:
+        print(f"warning: deleting terminal {name} failed: {error!r}", file=sys.stderr)
+
+
 def keys_terminal() -> dict:
     """keys_browser's measurement in JupyterLab's own terminal: same lab, same browser, `cat`, same keys and pace."""
     lab = _get_lab()
@@ -998,11 +1007,7 @@ def keys_terminal() -> dict:
             " catch (e) { return 'canvas'; } }"
         )
     finally:
-        page.close()
-        try:
-            lab._api("DELETE", f"/api/terminals/{name}")
-        except OSError as error:
-            print(f"warning: deleting terminal {name} failed: {error!r}", file=sys.stderr)
+        _close_terminal(lab, page, name)
     return {
         "total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]),
         "handler_delay": _summary([(r["handler"] - r["down"]) / 1000 for r in records]),
@@ -1362,11 +1367,7 @@ def flood_terminal() -> dict:
             term_page.locator(".jp-Terminal .xterm").first.click()
             term_runs.append(_one_flood(term_page, term_prompt))
     finally:
-        term_page.close()
-        try:
-            lab._api("DELETE", f"/api/terminals/{name}")
-        except OSError as error:
-            print(f"warning: deleting terminal {name} failed: {error!r}", file=sys.stderr)
+        _close_terminal(lab, term_page, name)
     return {"live": live_runs, "terminal": term_runs, "direct": direct, "live_size": live_size[0],
             "terminal_size": term_size, "renderer": renderer}
 

@@ -143,13 +143,17 @@ def test_a_kept_zsh_keeps_its_integration_across_a_restart(runtime):
         kernel.shutdown()
 
 
+def start_kept_sleeper(kernel) -> tuple[int, list[int], str]:
+    """A kept session (named `kept`) that ignores hangups: its pid, its keeper's (a list), the keeper's socket."""
+    kernel.run("%%uexec --keep --name kept --timeout 0\nbash -c \"trap '' HUP; sleep 300\"")
+    kept = session_pids(kernel)["kept"]
+    return kept, [psutil.Process(kept).ppid()], keeper_socket(kernel.manager.connection_file)
+
+
 def test_a_real_shutdown_ends_kept_sessions_and_leaves_nothing(runtime):
     kernel = Kernel()
     try:
-        kernel.run("%%uexec --keep --name kept --timeout 0\nbash -c \"trap '' HUP; sleep 300\"")
-        kept = session_pids(kernel)["kept"]
-        keeper = [psutil.Process(kept).ppid()]
-        socket_path = keeper_socket(kernel.manager.connection_file)
+        kept, keeper, socket_path = start_kept_sleeper(kernel)
         assert os.path.exists(socket_path) and keeper[0] != kernel.pid
     finally:
         kernel.manager.shutdown_kernel(now=False)
@@ -161,10 +165,7 @@ def test_kept_sessions_end_when_no_kernel_comes_back_within_the_grace(runtime, t
     configure(tmp_path, keep_grace_s=1.0)
     kernel = Kernel()
     try:
-        kernel.run("%%uexec --keep --name kept --timeout 0\nbash -c \"trap '' HUP; sleep 300\"")
-        kept = session_pids(kernel)["kept"]
-        keeper = [psutil.Process(kept).ppid()]
-        socket_path = keeper_socket(kernel.manager.connection_file)
+        kept, keeper, socket_path = start_kept_sleeper(kernel)
         os.kill(kernel.pid, signal.SIGKILL)
         kernel.manager.provisioner.process.wait(timeout=DEADLINE_S)
         assert gone([kept, *keeper])

@@ -1,6 +1,7 @@
 """A kernel's journals: where they live, by which key they are found, how long they last."""
 
 import asyncio
+import contextlib
 import os
 
 import pytest
@@ -8,6 +9,21 @@ import pytest
 from unified_exec_kernel.core.journal import JournalNotFound, JournalStore
 
 from .helpers import journaled, mode, written
+
+
+@contextlib.contextmanager
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs (a disk that fills), unmounted after; skips where it cannot be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.system(f"mount -t tmpfs -o size=256k tmpfs {mount} 2>/dev/null") != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        os.system(f"umount {mount}")
 
 
 async def test_a_finished_one_shot_command_stays_readable_by_name_and_id(tmp_path):
@@ -90,13 +106,7 @@ async def test_closing_the_store_ends_its_thread_and_removes_the_directory(tmp_p
 
 
 async def test_a_full_disk_keeps_the_session_going_and_the_journal_says_what_it_dropped(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.system(f"mount -t tmpfs -o size=256k tmpfs {mount} 2>/dev/null") != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with small_disk(tmp_path) as mount:
         store = JournalStore(str(mount / "kernel"))
         from unified_exec_kernel.core.manager import UnifiedExecSessionManager
 
@@ -112,8 +122,6 @@ async def test_a_full_disk_keeps_the_session_going_and_the_journal_says_what_it_
             assert any("the disk is full" in note for note in entry.notes()), entry.notes()
         finally:
             await manager.close_all()
-    finally:
-        os.system(f"umount {mount}")
 
 
 async def test_a_barrier_from_another_thread_includes_what_the_loop_still_gathers(tmp_path):
@@ -186,13 +194,7 @@ async def test_the_note_names_the_kernel_cap_when_that_is_what_bound(tmp_path):
 async def test_a_full_disk_is_one_note_per_loss_not_one_per_event(tmp_path):
     """Each 64 KiB event used to end the drop with a small note that still fit, then fail itself:
     a flood onto a full disk left a note per event. A loss is one stretch of output, so one note."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.system(f"mount -t tmpfs -o size=256k tmpfs {mount} 2>/dev/null") != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with small_disk(tmp_path) as mount:
         store = JournalStore(str(mount / "kernel"), keep=True)
         from unified_exec_kernel.core.manager import UnifiedExecSessionManager
 
@@ -208,5 +210,3 @@ async def test_a_full_disk_is_one_note_per_loss_not_one_per_event(tmp_path):
             assert marks <= 1
         finally:
             await manager.close_all()
-    finally:
-        os.system(f"umount {mount}")

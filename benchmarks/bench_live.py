@@ -833,6 +833,7 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert started.exists(), "the busy cell did not start"
+    _settle(page)
     lab.key_probe("term", rows)
     page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], status: 0, on: true }); }")
     rng = random.Random(5)
@@ -914,6 +915,20 @@ TERMINAL_KEY_PROBE_JS = r"""
 """.replace("/* key probe */", KEY_PROBE_COMMON_JS)
 
 
+# A page has settled when no animation runs. A click that focuses a view blurs the notebook's editors, whose
+# CodeMirror cursors then blink for 1.2 s (CSS animations, a frame at each step); a key whose echo follows such a
+# frame waits a whole frame more. keys_terminal's page has no editors, so both cases type only once settled.
+SETTLED_JS = "() => document.getAnimations().every(a => a.playState !== 'running')"
+
+
+def _settle(page) -> None:
+    """Wait (at most 5 s) until `page` runs no animation, so the first keys are timed as the rest."""
+    try:
+        page.wait_for_function(SETTLED_JS, timeout=5000, polling=50)
+    except PlaywrightTimeout:
+        pass  # an animation that never ends (a spinner): time the keys anyway, as a user would type
+
+
 def _press_timed(page, name: str, key: str, prefix: str, timeout_ms: float = 5000) -> dict:
     """Press one key on `page`; the probe's record once the prefix shows (as Lab.timed_key, on any page)."""
     page.evaluate(
@@ -985,6 +1000,7 @@ def keys_terminal() -> dict:
             page.wait_for_timeout(50)
         page.wait_for_function("() => window.__termLine().trim() === ''", timeout=5000, polling=5)
 
+        _settle(page)
         page.evaluate("() => { window.__termWsLog.on = true; }")
         rng = random.Random(5)  # keys_browser's keys
         records, prefix = [], ""

@@ -54,6 +54,15 @@ export const KEPT_NOTICE = '── kernel restarted; this session was kept ─�
 /** Written but unacknowledged bytes that make the view acknowledge at once. */
 export const ACK_BYTES = 64 * 1024;
 
+/**
+ * How long a drained view waits before it acknowledges a tail under
+ * `ACK_BYTES`: typing sends one ack per pause, not one per echo through
+ * the page, the server and the kernel while the next echo is on its way.
+ * The kernel's window is four times `ACK_BYTES`, so a late tail never
+ * stalls it.
+ */
+export const ACK_IDLE_MS = 100;
+
 /** Kind bytes of binary websocket messages: output (`B`) and keystrokes (`I`). */
 export const KIND_OUTPUT = 0x42;
 export const KIND_INPUT = 0x49;
@@ -217,9 +226,21 @@ export class DirectCarrier extends CarrierBase {
     if (this._state !== 'open' || !this._socket || end <= this._acked) {
       return;
     }
-    if (drained || end - this._acked >= ACK_BYTES) {
-      this._acked = end;
-      this._socket.send(JSON.stringify({ type: 'ack', session_id: this._sessionId, end }));
+    this._written = end;
+    if (end - this._acked >= ACK_BYTES) {
+      this._ack();
+    } else if (drained && this._ackTimer === undefined) {
+      this._ackTimer = setTimeout(() => this._ack(), ACK_IDLE_MS);
+    }
+  }
+
+  /** Acknowledges everything written, if the connection that sent it is still open. */
+  private _ack(): void {
+    clearTimeout(this._ackTimer);
+    this._ackTimer = undefined;
+    if (this._state === 'open' && this._socket && this._written > this._acked) {
+      this._acked = this._written;
+      this._socket.send(JSON.stringify({ type: 'ack', session_id: this._sessionId, end: this._written }));
     }
   }
 
@@ -237,7 +258,7 @@ export class DirectCarrier extends CarrierBase {
       return;
     }
     this._socket = socket;
-    this._acked = 0;
+    this._acked = this._written = 0;
     socket.binaryType = 'arraybuffer';
     socket.onmessage = event => this._onMessage(event.data);
     socket.onclose = event => this._onDrop(socket, event.code);
@@ -313,6 +334,8 @@ export class DirectCarrier extends CarrierBase {
 
   private _forget(socket: SocketLike): void {
     clearTimeout(this._helloTimer);
+    clearTimeout(this._ackTimer);
+    this._ackTimer = undefined;
     socket.onmessage = socket.onclose = socket.onerror = null;
     this._socket = null;
     try {
@@ -348,6 +371,9 @@ export class DirectCarrier extends CarrierBase {
   private _kernelWent = false;
   private _afterKernelWent = false;
   private _acked = 0;
+  /** The end of what the view has written on this connection; acknowledged up to `_acked`. */
+  private _written = 0;
+  private _ackTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private _helloTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private _retryTimer: ReturnType<typeof setTimeout> | undefined = undefined;
 }

@@ -4,6 +4,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { CarrierBase } from '../src/carrier';
 import {
   ACK_BYTES,
+  ACK_IDLE_MS,
   decodeOutput,
   DirectCarrier,
   DirectFirstCarrier,
@@ -239,23 +240,41 @@ describe('DirectCarrier', () => {
     direct.dispose();
   });
 
-  test('acknowledges when the terminal drains, or past 64 KiB unacknowledged', t => {
+  test('acknowledges past 64 KiB unacknowledged at once, a drained tail after ACK_IDLE_MS', t => {
     enableTimers(t);
     const { made, factory } = sockets();
     const direct = new DirectCarrier({ url: URL_, sessionId: SID, socket: factory });
     made[0].hello();
     direct.written(1000, false);
+    direct.written(2000, true); // an echo: drained, a small tail
+    direct.written(2001, true); // the next one, before the tail's ack: the same ack covers it
     assert.deepEqual(made[0].json(), []);
-    direct.written(2000, true);
-    direct.written(2000 + ACK_BYTES - 1, false);
-    direct.written(2000 + ACK_BYTES, false);
-    direct.written(2000 + ACK_BYTES, true); // nothing new
+    t.mock.timers.tick(ACK_IDLE_MS - 1);
+    assert.deepEqual(made[0].json(), []);
+    t.mock.timers.tick(1);
+    assert.deepEqual(made[0].json(), [{ type: 'ack', session_id: SID, end: 2001 }]);
+    direct.written(2001 + ACK_BYTES - 1, false);
+    assert.equal(made[0].json().length, 1);
+    direct.written(2001 + ACK_BYTES, false); // a flood: at once, and it takes the pending tail along
+    direct.written(2001 + ACK_BYTES, true); // nothing new
+    t.mock.timers.tick(ACK_IDLE_MS);
     assert.deepEqual(made[0].json(), [
-      { type: 'ack', session_id: SID, end: 2000 },
-      { type: 'ack', session_id: SID, end: 2000 + ACK_BYTES }
+      { type: 'ack', session_id: SID, end: 2001 },
+      { type: 'ack', session_id: SID, end: 2001 + ACK_BYTES }
     ]);
     direct.dispose();
     assert.ok(made[0].closed);
+  });
+
+  test('a pending ack dies with its connection', t => {
+    enableTimers(t);
+    const { made, factory } = sockets();
+    const direct = new DirectCarrier({ url: URL_, sessionId: SID, socket: factory });
+    made[0].hello();
+    direct.written(500, true);
+    direct.dispose();
+    t.mock.timers.tick(ACK_IDLE_MS);
+    assert.deepEqual(made[0].json(), []);
   });
 });
 
@@ -356,7 +375,8 @@ describe('reconnecting', () => {
     assert.equal(view.text(), decoder.decode(before));
     assert.equal(view.stream.end, before.length);
     assert.ok(view.stream.live);
-    // Acks on the new connection count from its own start.
+    // Acks on the new connection count from its own start (the drained tail's, after ACK_IDLE_MS).
+    t.mock.timers.tick(ACK_IDLE_MS);
     assert.deepEqual(made[1].json().filter(m => m.type === 'ack').pop(), { type: 'ack', session_id: SID, end: before.length });
     assert.equal(fallback.sent.length, 0);
   });

@@ -7,6 +7,7 @@
     python benchmarks/bench_live.py --without-nodelay keys_browser  # what the server extension saves
     python benchmarks/bench_live.py keys_echo  # issue 26 item 18: echo vs the terminal, 3 runs, idle and beside a hog
     python benchmarks/bench_live.py flood_terminal  # a flood in a live view against JupyterLab's terminal
+    python benchmarks/bench_live.py keys_tab keys_terminal  # a Sessions panel tab's echo against the terminal's
 
 Goals (from the issue): keystroke-to-echo latency through the comm path, p50 and
 p99, in-kernel and in the browser (goals: <= 5 ms and <= 30 ms p50); a live
@@ -48,6 +49,9 @@ responsiveness.
   expose), split like keys_browser's by the terminal websocket's `stdin` and
   `stdout` frames. Prints the ratio live view p50 / terminado p50 (goal, issue 18: <= 1.2)
   when keys_browser ran in the same run.
+- keys_tab: keys_browser's `cat` opened from the Sessions panel in a terminal tab of its own (the direct channel's
+  other face; the notebook and its live view out of sight behind it), typed into the same way. keys_terminal in
+  the same run gives the tab / terminado ratio. Its split takes the first echo frame either view received.
 - keys_fallback: keys_browser with the direct channel turned away in the page (its websocket gets a 404, as
   without the server extension), so the view uses the widget's messages: the path VS Code and Colab take.
   keys_browser, keys_busy and flood_seq use the direct channel (issue 18); keys_protocol the widget messages.
@@ -800,13 +804,9 @@ def keys_protocol() -> dict:
 OPEN_DIRECT_JS = "() => window.__wsLog.sockets.filter(s => s.url.includes('/uexec/kernels/') && s.readyState === 1).length"
 
 
-def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True) -> dict:
-    """keys_browser's measurement: a new `cat` in cell 0's live view, typed into; timed in the page.
-
-    `busy_flag`: type while a Python cell holds the kernel's main thread (keys_busy); it runs
-    from after the view is shown until this file exists, which is made before the floor is taken.
-    `direct`: False turns the direct channel away, so the view falls back to widget messages.
-    """
+def _new_cat_view(lab: Lab, direct: bool = True) -> tuple[str, int]:
+    """Cell 0 run again: a new `cat` in its live view, on the direct channel (or, `direct` False, turned away from
+    it); the view's selector and the session's id."""
     page = lab.page
     page.evaluate("off => { window.__benchNoDirect = off; }", not direct)
     shown = "[...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')].map(t => t.dataset.sessionId)"
@@ -815,24 +815,39 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
     page.wait_for_function(f"old => {shown}.some(s => !old.includes(s))", arg=before, timeout=60_000)
     sid = page.evaluate(f"old => {shown}.find(s => !old.includes(s))", before)
     terminal = f'[data-bench-cell="0"] .uexec-terminal[data-session-id="{sid}"]'
-    rows = f"{terminal} .xterm-rows"
-    page.locator(rows).wait_for(state="attached", timeout=60_000)
+    page.locator(f"{terminal} .xterm-rows").wait_for(state="attached", timeout=60_000)
     page.wait_for_timeout(600)  # the cell's 500 ms wait ends; the view stays live
     # The view has chosen its carrier: its direct channel is open, or there is none (the old view's closed with it).
     page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() === {int(direct)}", timeout=10_000)
-    page.locator(terminal).click()
-    page.wait_for_function(
-        "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
-        timeout=5000,
-    )
-    cells_before = page.locator(".jp-Notebook .jp-Cell").count()
-    if busy_flag is not None:
-        started = busy_flag.with_name("started")
-        page.evaluate(START_IN_KERNEL_JS, BUSY_CELL.format(started=str(started), flag=str(busy_flag)))
-        deadline = time.monotonic() + 30
-        while not started.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert started.exists(), "the busy cell did not start"
+    return terminal, int(sid)
+
+
+def keys_tab() -> dict:
+    """keys_browser's measurement in a Sessions panel tab: the new `cat` opened in a terminal tab of its own (the
+    notebook, and the live view of the same session, out of sight behind it), typed into; the tab is closed after."""
+    lab = _get_lab()
+    page = lab.page
+    _, sid = _new_cat_view(lab)
+    kernel_id = lab._api("GET", "/api/kernels")[0]["id"]
+    page.evaluate("([kernelId, sessionId]) => window.jupyterapp.commands.execute('uexec:open-session',"
+                  " { kernelId, sessionId, command: 'cat' })", [kernel_id, sid])
+    tab = f'#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="{sid}"]'
+    rows = f"{tab} .xterm-rows"
+    page.locator(rows).wait_for(state="visible", timeout=30_000)
+    page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() === 2", timeout=10_000)  # the live view's and the tab's
+    page.locator(tab).click()
+    try:
+        records, log = _typed_keys(lab, rows)
+    finally:
+        page.evaluate("() => [...window.jupyterapp.shell.widgets('main')]"
+                      ".filter(w => w.id.startsWith('uexec-terminal-')).forEach(w => w.close())")
+    return {"total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]), **_split(records, log)}
+
+
+def _typed_keys(lab: Lab, rows: str) -> tuple[list[dict], dict]:
+    """BROWSER_KEYS letters typed into the focused terminal whose rows `rows` selects, once the page has settled,
+    each timed in the page (Ctrl-U after every LINE_KEYS); the probe's records and the websocket log."""
+    page = lab.page
     _settle(page)
     lab.key_probe("term", rows)
     page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], status: 0, on: true }); }")
@@ -852,6 +867,33 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
     log = page.evaluate(
         "() => { const l = window.__wsLog; l.on = false; return { sent: l.sent, recv: l.recv, status: l.status }; }"
     )
+    return records, log
+
+
+def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True) -> dict:
+    """keys_browser's measurement: a new `cat` in cell 0's live view, typed into; timed in the page.
+
+    `busy_flag`: type while a Python cell holds the kernel's main thread (keys_busy); it runs
+    from after the view is shown until this file exists, which is made before the floor is taken.
+    `direct`: False turns the direct channel away, so the view falls back to widget messages.
+    """
+    page = lab.page
+    terminal, _ = _new_cat_view(lab, direct)
+    rows = f"{terminal} .xterm-rows"
+    page.locator(terminal).click()
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
+        timeout=5000,
+    )
+    cells_before = page.locator(".jp-Notebook .jp-Cell").count()
+    if busy_flag is not None:
+        started = busy_flag.with_name("started")
+        page.evaluate(START_IN_KERNEL_JS, BUSY_CELL.format(started=str(started), flag=str(busy_flag)))
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert started.exists(), "the busy cell did not start"
+    records, log = _typed_keys(lab, rows)
     if busy_flag is not None:
         assert not busy_flag.with_name("ended").exists(), "the busy cell ended before the typing did"
         busy_flag.touch()
@@ -1418,7 +1460,7 @@ def report_flood_terminal(f: dict) -> None:
 
 
 CASES = {"keys_kernel": keys_kernel, "keys_browser": keys_browser, "keys_fallback": keys_fallback, "keys_busy": keys_busy,
-         "keys_protocol": keys_protocol, "keys_terminal": keys_terminal, "keys_echo": keys_echo, "flood_view": flood_view,
+         "keys_protocol": keys_protocol, "keys_terminal": keys_terminal, "keys_tab": keys_tab, "keys_echo": keys_echo, "flood_view": flood_view,
          "flood_seq": flood_seq, "flood_terminal": flood_terminal}
 
 
@@ -1502,6 +1544,23 @@ def report_keys_protocol(f: dict) -> None:
         f"keys in the browser, the kernel publishing no busy/idle for comm messages (a measurement of the protocol's "
         f"cost, not how the product runs), as keys_browser: {_fmt(total)}{parts}{cost}"
     )
+
+
+def report_keys_tab(f: dict) -> None:
+    total = f["total"]
+    print(
+        f"keys in a Sessions panel tab (the same `cat` as keys_browser's, in a terminal tab of its own, over direct), "
+        f"{total['n']} keys every >= {BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}"
+        f"{_split_text(f, 'input', 'echo', 'in the DOM')}"
+    )
+    terminal = _figures.get("keys_terminal")  # run before this case (CASES order)
+    if terminal is not None:
+        t = terminal["total"]
+        print(
+            f"Sessions panel tab / terminado, keystroke to echo on screen, same run: p50 {total['p50']:.1f} / "
+            f"{t['p50']:.1f} ms = {total['p50'] / t['p50']:.2f}; p99 {total['p99']:.1f} / {t['p99']:.1f} ms = "
+            f"{total['p99'] / t['p99']:.2f}"
+        )
 
 
 def report_keys_terminal(f: dict) -> None:
@@ -1588,6 +1647,7 @@ def report_keys_echo(f: dict) -> None:
 
 REPORTS = {"keys_kernel": report_keys_kernel, "keys_browser": report_keys_browser, "keys_fallback": report_keys_fallback,
            "keys_busy": report_keys_busy, "keys_protocol": report_keys_protocol, "keys_terminal": report_keys_terminal,
+           "keys_tab": report_keys_tab,
            "keys_echo": report_keys_echo, "flood_view": report_flood_view, "flood_seq": report_flood_seq,
            "flood_terminal": report_flood_terminal}
 _figures: dict[str, dict] = {}  # each case's figures in this run, for comparisons across cases

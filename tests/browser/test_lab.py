@@ -437,6 +437,53 @@ def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     assert size == (again["rows"], again["cols"]), (again, tab_grid)
 
 
+# Counts the animation frames the live view's output pacer asks for (pacer.ts `_requestFrame`; esbuild keeps
+# property names), in the live view's module only: anywidget loads it from a blob: URL, while JupyterLab and its
+# Sessions tabs are served from the lab's URLs. (xterm asks for frames of its own, to sync its scrollbar.)
+COUNT_VIEW_FRAMES_JS = """() => {
+    const ask = window.requestAnimationFrame.bind(window);
+    window.__viewFrames = 0;
+    window.requestAnimationFrame = callback => {
+        const stack = new Error().stack || '';
+        if (stack.includes('_requestFrame') && stack.includes('blob:')) window.__viewFrames++;
+        return ask(callback);
+    };
+}"""
+
+
+def test_a_live_view_out_of_sight_asks_for_no_frames_and_keeps_up(lab, page):
+    ticker = 'python3 -u -c "import time\nfor i in range(100000): print(\'tick\', i); time.sleep(0.05)"'
+    cells = open_notebook(lab, page, "out_of_sight", [f"%%uexec --live -t 300\n{ticker}"])
+    run_cell(page, cells, 1)
+    live = cells.nth(1).locator(".uexec-terminal")
+
+    def last_tick(lines):
+        return max((int(m.group(1)) for line in lines if (m := re.fullmatch(r"tick (\d+)", line))), default=-1)
+
+    wait_for_lines(live, lambda lines: last_tick(lines) >= 5, 15, "the ticker in the live view")
+    page.evaluate(COUNT_VIEW_FRAMES_JS)
+    wait_until(lambda: page.evaluate("() => window.__viewFrames") > 5, 5, "the visible view's pacer to ask for frames")
+
+    # The same session in a Sessions tab: the notebook, and its live view, go out of sight.
+    panel = open_sessions_panel(page)
+    panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
+    tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    wait_for_lines(tab, lambda lines: last_tick(lines) >= 0, 15, "the ticker in the tab")
+    wait_until(lambda: not live.is_visible(), 5, "the live view to be out of sight")
+    # An IntersectionObserver's word comes in a task after the frame that hid the view: two frames later it is in.
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    page.evaluate("() => { window.__viewFrames = 0; }")
+    hidden_at = last_tick(terminal_lines(tab))
+    wait_for_lines(tab, lambda lines: last_tick(lines) >= hidden_at + 20, 15, "20 more ticks in the tab")
+    # Each of those ticks reached the hidden view too; on main its pacer asked a frame for each.
+    assert page.evaluate("() => window.__viewFrames") == 0
+
+    # Shown again, the live view has kept up with what it was sent while out of sight.
+    shown_at = last_tick(terminal_lines(tab))
+    page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="out_of_sight.ipynb").click()
+    wait_for_lines(live, lambda lines: last_tick(lines) >= shown_at, 10, f"tick {shown_at} in the live view shown again")
+
+
 # -- the Sessions panel as a JupyterLab panel ------------------------------------
 
 LONG_COMMAND = "python3 -c 'import time; time.sleep(600)' --a-long-argument-that-does-not-fit-in-a-side-panel"

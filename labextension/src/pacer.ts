@@ -36,7 +36,7 @@ export namespace OutputPacer {
     later(callback: () => void, ms: number): void;
     /** Milliseconds (`performance.now`). */
     now(): number;
-    /** No frames come (a background tab): output goes on without them. */
+    /** No frames come, or none are wanted (a background tab, a view out of sight): output goes on without them. */
     hidden(): boolean;
     /** Parse time per frame to aim at; defaults to `PARSE_MS_PER_FRAME`. */
     parseMsPerFrame?: number;

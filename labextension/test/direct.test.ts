@@ -222,6 +222,15 @@ describe('framing', () => {
   });
 });
 
+/** A DirectCarrier whose one websocket has said `hello`, on mock timers. */
+function openDirect(t: TestContext): { made: FakeSocket[]; direct: DirectCarrier } {
+  enableTimers(t);
+  const { made, factory } = sockets();
+  const direct = new DirectCarrier({ url: URL_, sessionId: SID, socket: factory });
+  made[0].hello();
+  return { made, direct };
+}
+
 describe('DirectCarrier', () => {
   test('keys are I frames, other requests JSON text with the session id', t => {
     enableTimers(t);
@@ -241,10 +250,7 @@ describe('DirectCarrier', () => {
   });
 
   test('acknowledges past 64 KiB unacknowledged at once, a drained tail after ACK_IDLE_MS', t => {
-    enableTimers(t);
-    const { made, factory } = sockets();
-    const direct = new DirectCarrier({ url: URL_, sessionId: SID, socket: factory });
-    made[0].hello();
+    const { made, direct } = openDirect(t);
     direct.written(1000, false);
     direct.written(2000, true); // an echo: drained, a small tail
     direct.written(2001, true); // the next one, before the tail's ack: the same ack covers it
@@ -267,10 +273,7 @@ describe('DirectCarrier', () => {
   });
 
   test('a pending ack dies with its connection', t => {
-    enableTimers(t);
-    const { made, factory } = sockets();
-    const direct = new DirectCarrier({ url: URL_, sessionId: SID, socket: factory });
-    made[0].hello();
+    const { made, direct } = openDirect(t);
     direct.written(500, true);
     direct.dispose();
     t.mock.timers.tick(ACK_IDLE_MS);

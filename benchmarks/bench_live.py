@@ -24,11 +24,12 @@ responsiveness.
   than a frame) shows what per-frame batching costs.
 - keys_browser: JupyterLab + Chromium, a notebook on the `uexec` kernel,
   `%%uexec --live -t 500` + `cat`, keys typed into the `.uexec-terminal` by
-  Playwright. Timed in the page: from the keydown event's timeStamp to the
-  MutationObserver callback that sees the echo in xterm's DOM rows (painted
-  in that frame), so no Playwright round trip is in the figure. A wrapped
-  WebSocket splits it: keydown -> `input` frame sent -> `data` frame received
-  -> DOM. The floor is a kernel_info_request sent over the same websocket
+  Playwright. Timed in the page: from the keydown event's timeStamp to
+  xterm's onRender event of the frame that paints the echo (read from xterm's
+  buffer, as for JupyterLab's terminal: the view draws with WebGL where a GPU
+  runs it, else in the DOM; the report names which), so no Playwright round
+  trip is in the figure. A wrapped WebSocket splits it: keydown -> `input`
+  frame sent -> `data` frame received -> painted. The floor is a kernel_info_request sent over the same websocket
   (server and kernel, nothing of unified_exec). `--without-nodelay` disables
   the package's server extension (unified_exec_kernel/server/nodelay.py,
   TCP_NODELAY on kernel websockets), to show what Nagle plus the browser's
@@ -62,8 +63,8 @@ responsiveness.
   own terminal (terminado; a page of its own in the same lab and Chromium, sized to the live view's rows, since a
   renderer's work per frame grows with them), three runs each, interleaved so both see the same load. Both timed
   the same way in the page: from the Enter keydown's timeStamp to the first time the screen shows `2000000` with
-  the shell's prompt on the row below (the live view's DOM rows read in a MutationObserver, the terminal's buffer in
-  xterm's onRender: the frame that paints it), each run after `clear`. Prints each run (seconds, rAF fps, frame gap
+  the shell's prompt on the row below (either's buffer read in xterm's onRender: the frame that paints it), each run
+  after `clear`. Prints each run (seconds, rAF fps, frame gap
   p50/p99, the 1-minute load), the medians' ratio live view / terminal (goal, issue 26: <= 1.0) and the live view's
   fps (goal >= 50); `skipped` in the live view's `B` frames (goal 0) and whether each last screen holds
   consecutive numbers.
@@ -724,8 +725,8 @@ def _get_lab() -> Lab:
 
 def _start_terminal(lab: Lab, cell: int) -> str:
     lab.run_cell(cell)
-    selector = f'[data-bench-cell="{cell}"] .uexec-terminal .xterm-rows'
-    lab.page.locator(selector).wait_for(state="attached", timeout=60_000)
+    selector = f'[data-bench-cell="{cell}"] .uexec-terminal'
+    lab.page.locator(f"{selector} .xterm-screen").wait_for(state="attached", timeout=60_000)
     return selector
 
 
@@ -815,7 +816,7 @@ def _new_cat_view(lab: Lab, direct: bool = True) -> tuple[str, int]:
     page.wait_for_function(f"old => {shown}.some(s => !old.includes(s))", arg=before, timeout=60_000)
     sid = page.evaluate(f"old => {shown}.find(s => !old.includes(s))", before)
     terminal = f'[data-bench-cell="0"] .uexec-terminal[data-session-id="{sid}"]'
-    page.locator(f"{terminal} .xterm-rows").wait_for(state="attached", timeout=60_000)
+    page.locator(f"{terminal} .xterm-screen").wait_for(state="attached", timeout=60_000)
     page.wait_for_timeout(600)  # the cell's 500 ms wait ends; the view stays live
     # The view has chosen its carrier: its direct channel is open, or there is none (the old view's closed with it).
     page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() === {int(direct)}", timeout=10_000)
@@ -832,24 +833,23 @@ def keys_tab() -> dict:
     page.evaluate("([kernelId, sessionId]) => window.jupyterapp.commands.execute('uexec:open-session',"
                   " { kernelId, sessionId, command: 'cat' })", [kernel_id, sid])
     tab = f'#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="{sid}"]'
-    rows = f"{tab} .xterm-rows"
-    page.locator(rows).wait_for(state="visible", timeout=30_000)
+    page.locator(f"{tab} .xterm-screen").wait_for(state="visible", timeout=30_000)
     page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() === 2", timeout=10_000)  # the live view's and the tab's
     page.locator(tab).click()
     try:
-        records, log = _typed_keys(lab, rows)
+        records, log = _typed_keys(lab, tab)
     finally:
         page.evaluate("() => [...window.jupyterapp.shell.widgets('main')]"
                       ".filter(w => w.id.startsWith('uexec-terminal-')).forEach(w => w.close())")
     return {"total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]), **_split(records, log)}
 
 
-def _typed_keys(lab: Lab, rows: str) -> tuple[list[dict], dict]:
-    """BROWSER_KEYS letters typed into the focused terminal whose rows `rows` selects, once the page has settled,
+def _typed_keys(lab: Lab, terminal: str) -> tuple[list[dict], dict]:
+    """BROWSER_KEYS letters typed into the focused view `terminal` selects, once the page has settled,
     each timed in the page (Ctrl-U after every LINE_KEYS); the probe's records and the websocket log."""
     page = lab.page
     _settle(page)
-    lab.key_probe("term", rows)
+    page.evaluate(TERMINAL_KEY_PROBE_JS, ["term", terminal])
     page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], status: 0, on: true }); }")
     rng = random.Random(5)
     records, prefix = [], ""
@@ -860,8 +860,7 @@ def _typed_keys(lab: Lab, rows: str) -> tuple[list[dict], dict]:
         records.append(lab.timed_key("term", key, prefix))
         if (index + 1) % LINE_KEYS == 0:
             page.keyboard.press("Control+u")
-            page.wait_for_function("([sel, p]) => !document.querySelector(sel).textContent.includes(p)",
-                                   arg=[rows, prefix], timeout=5000, polling=5)
+            page.wait_for_function("p => !window.__termLine().includes(p)", arg=prefix, timeout=5000, polling=5)
             prefix = ""
         time.sleep(max(0.0, started + BROWSER_KEY_GAP_S - time.perf_counter()))
     log = page.evaluate(
@@ -879,7 +878,6 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
     """
     page = lab.page
     terminal, _ = _new_cat_view(lab, direct)
-    rows = f"{terminal} .xterm-rows"
     page.locator(terminal).click()
     page.wait_for_function(
         "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
@@ -893,13 +891,14 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert started.exists(), "the busy cell did not start"
-    records, log = _typed_keys(lab, rows)
+    records, log = _typed_keys(lab, terminal)
     if busy_flag is not None:
         assert not busy_flag.with_name("ended").exists(), "the busy cell ended before the typing did"
         busy_flag.touch()
         page.evaluate(RUN_IN_KERNEL_JS, "pass")  # queued behind the busy cell: it has ended
     floor = page.evaluate(KERNEL_INFO_JS, [BROWSER_FLOOR_RUNS, BROWSER_KEY_GAP_S * 1000])
     assert page.locator(".jp-Notebook .jp-Cell").count() == cells_before, "a key reached a notebook shortcut"
+    renderer = page.evaluate("sel => document.querySelector(sel).dataset.renderer", terminal)
 
     return {
         "total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]),
@@ -907,6 +906,7 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
         "handler_delay": _summary([(r["handler"] - r["down"]) / 1000 for r in records]),
         "floor": _summary([t / 1000 for t in floor]),
         "carrier": "direct" if direct else "widget messages",
+        "renderer": renderer,
         "status_per_key": log["status"] / (BROWSER_KEYS + BROWSER_KEYS // LINE_KEYS),  # the Ctrl-Us are keys too
     }
 
@@ -940,21 +940,25 @@ TERMINADO_WS_INIT_SCRIPT = r"""
 })();
 """
 
-# JupyterLab's terminal draws on a canvas (WebGL, else 2D), so its text is not in the DOM: the probe reads xterm's
-# buffer in xterm's own onRender event, which fires in the frame that paints the rows (where the live view's
-# MutationObserver fires for its DOM rows). The terminal is found through window.jupyterapp (expose_app_in_browser).
+# JupyterLab's terminal draws on a canvas (WebGL, else 2D) and the live view may (WebGL on a GPU, else the DOM), so
+# the text is not always in the DOM: the probe reads xterm's buffer in xterm's own onRender event, which fires in the
+# frame that paints the rows, for both alike. JupyterLab's terminal is found through window.jupyterapp
+# (expose_app_in_browser), a view (`selector`, a `.uexec-terminal`) by the xterm its node holds.
+XTERM_JS = """
+  const term = selector ? document.querySelector(selector).uexecXterm
+    : ([...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term) || { content: {} }).content._term;
+  if (!term) throw new Error('no terminal ' + (selector || 'in the main area'));
+"""
 TERMINAL_KEY_PROBE_JS = r"""
-(name) => {
-  const widget = [...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term);
-  if (!widget) throw new Error('no terminal in the main area');
-  const term = widget.content._term;
+([name, selector]) => {
+  /* xterm */
   const line = () => { const b = term.buffer.active; const l = b.getLine(b.baseY + b.cursorY); return l ? l.translateToString(true) : ''; };
   window.__termLine = line;
   /* key probe */
   term.onRender(() => seen(prefix => line().includes(prefix)));
   return term.rows + 'x' + term.cols;
 }
-""".replace("/* key probe */", KEY_PROBE_COMMON_JS)
+""".replace("/* key probe */", KEY_PROBE_COMMON_JS).replace("/* xterm */", XTERM_JS)
 
 
 # A page has settled when no animation runs. A click that focuses a view blurs the notebook's editors, whose
@@ -1025,7 +1029,7 @@ def keys_terminal() -> dict:
             ".some(w => w.content && w.content._term && w.content._isReady)",
             timeout=60_000,
         )
-        size = page.evaluate(TERMINAL_KEY_PROBE_JS, "tty")
+        size = page.evaluate(TERMINAL_KEY_PROBE_JS, ["tty", None])
         page.locator(".jp-Terminal .xterm").first.click()
         page.wait_for_function(
             "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
@@ -1123,8 +1127,8 @@ def flood_view() -> dict:
 
     page.evaluate("() => { window.__benchNoDirect = false; }")  # the product's path where the extension runs
     page.evaluate(RESET_DIRECT_COUNTS_JS)
-    yes_rows = _start_terminal(lab, 2)
-    page.wait_for_function("sel => document.querySelector(sel).textContent.includes('y')", arg=yes_rows, timeout=20_000)
+    yes_view = _start_terminal(lab, 2)
+    page.wait_for_function(f"sel => ({VIEW_ROWS_JS})(sel).some(row => row.includes('y'))", arg=yes_view, timeout=20_000)
     page.locator(cell_sel).click()  # back to the other cell: keys typed there during the flood
     lab.start_counting()
     during = _frame_window(lab, FLOOD_S, FLOOD_KEYS, rng, before["prefix"])
@@ -1169,8 +1173,15 @@ DIRECT_COUNTS_JS = (
     "() => { const l = window.__wsLog; return { bytes: l.directBytes, skipped: l.directSkipped, frames: l.directFrames }; }"
 )
 
-VISIBLE_ROWS_JS = """sel => Array.from(document.querySelector(sel).children,
-    row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd())"""
+# The rows a view shows, from its xterm's buffer (its canvas holds no text).
+VIEW_ROWS_JS = """sel => {
+    const term = document.querySelector(sel).uexecXterm, b = term.buffer.active, out = [];
+    for (let y = b.viewportY; y < b.viewportY + term.rows; y++) {
+        const line = b.getLine(y);
+        out.push(line ? line.translateToString(true).trimEnd() : '');
+    }
+    return out;
+}"""
 
 
 def flood_seq() -> dict:
@@ -1181,15 +1192,15 @@ def flood_seq() -> dict:
     page.evaluate(RESET_DIRECT_COUNTS_JS)
     page.evaluate(FRAME_PROBE_JS)
     started = time.perf_counter()
-    rows = _start_terminal(lab, 4)
+    view = _start_terminal(lab, 4)
     page.wait_for_function(
-        "sel => document.querySelector(sel).textContent.includes('[exited with code 0]')",
-        arg=rows, timeout=SEQ_TIMEOUT_S * 1000, polling=100,
+        f"sel => ({VIEW_ROWS_JS})(sel).includes('[exited with code 0]')",
+        arg=view, timeout=SEQ_TIMEOUT_S * 1000, polling=100,
     )
     elapsed = time.perf_counter() - started
     frames = page.evaluate(FRAME_STOP_JS)
     log = page.evaluate(DIRECT_COUNTS_JS)
-    lines = [line for line in page.evaluate(VISIBLE_ROWS_JS, rows) if line]
+    lines = [line for line in page.evaluate(VIEW_ROWS_JS, view) if line]
     exit_row = lines.index("[exited with code 0]")
     numbers = lines[:exit_row]
     exact = bool(numbers) and numbers == [str(n) for n in range(SEQ_LINES - len(numbers) + 1, SEQ_LINES + 1)]
@@ -1226,13 +1237,19 @@ def keys_echo() -> dict:
     figures = {}
     for condition in ("idle", "hog"):
         hog = subprocess.Popen(HOG) if condition == "hog" else None
+        renderers = set()
         try:
-            runs = [(keys_browser()["total"], keys_terminal()["total"]) for _ in range(ECHO_RUNS)]
+            runs = []
+            for _ in range(ECHO_RUNS):
+                live, terminal = keys_browser(), keys_terminal()
+                runs.append((live["total"], terminal["total"]))
+                renderers.add(f"{live['renderer']}/{terminal['renderer']}")
         finally:
             if hog is not None:
                 hog.kill()
                 hog.wait()
         figures[condition] = {
+            "renderers": ", ".join(sorted(renderers)),
             "live_p50": [live["p50"] for live, _ in runs], "terminal_p50": [terminal["p50"] for _, terminal in runs],
             "live_p99": [live["p99"] for live, _ in runs], "terminal_p99": [terminal["p99"] for _, terminal in runs],
             "p50_ratio": statistics.median(live["p50"] / terminal["p50"] for live, terminal in runs),
@@ -1280,18 +1297,11 @@ FLOOD_PROBE_JS = r"""
 }
 """
 
-# The live view draws its rows in the DOM: they are read when they change (the frame's render, before its paint).
-LIVE_FLOOD_ROWS_JS = """
-  const el = document.querySelector(arg);
-  rows = () => Array.from(el.children, row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd());
-  window.__floodRows = rows;
-  new MutationObserver(check).observe(el, { subtree: true, childList: true, characterData: true });
-"""
-
-# JupyterLab's terminal draws on a canvas: its buffer's visible rows are read in xterm's onRender (as keys_terminal).
-TERMINAL_FLOOD_ROWS_JS = """
-  const widget = [...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term);
-  const term = widget.content._term;
+# As the key probe: a terminal's visible rows are read from its buffer in xterm's onRender,
+# the live view's (`arg`, its selector) and JupyterLab's terminal's (`arg` null).
+XTERM_FLOOD_ROWS_JS = """
+  const selector = arg;
+  /* xterm */
   rows = () => {
     const b = term.buffer.active, out = [];
     for (let y = b.viewportY; y < b.viewportY + term.rows; y++) {
@@ -1302,7 +1312,7 @@ TERMINAL_FLOOD_ROWS_JS = """
   };
   window.__floodRows = rows;
   term.onRender(check);
-"""
+""".replace("/* xterm */", XTERM_JS)
 
 FLOOD_DONE_JS = "() => window.__flood.done !== null"
 FLOOD_RESULT_JS = "() => { const p = window.__flood; return { start: p.start, done: p.done, frames: p.frames, screen: p.screen }; }"
@@ -1380,18 +1390,18 @@ def flood_terminal() -> dict:
     page.wait_for_function(f"() => {shown}.length > 0", timeout=60_000)
     sid = page.evaluate(f"() => {shown}[0]")
     terminal = f'[data-bench-cell="5"] .uexec-terminal[data-session-id="{sid}"]'
-    rows = f"{terminal} .xterm-rows"
-    page.locator(rows).wait_for(state="attached", timeout=60_000)
+    page.locator(f"{terminal} .xterm-screen").wait_for(state="attached", timeout=60_000)
     page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() >= 1", timeout=10_000)
-    page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", LIVE_FLOOD_ROWS_JS), rows)
-    live_size = page.evaluate("sel => { const r = document.querySelector(sel); return [r.children.length, r.clientWidth]; }",
-                              rows)
+    page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", XTERM_FLOOD_ROWS_JS), terminal)
+    live_size = page.evaluate("sel => { const t = document.querySelector(sel).uexecXterm; return [t.rows, t.cols]; }",
+                              terminal)
+    live_renderer = page.evaluate("sel => document.querySelector(sel).dataset.renderer", terminal)
     page.locator(terminal).click()
     live_prompt = _prompt_row(page)
 
     term_page, name = _open_terminal_page(lab, {"width": 1400, "height": 1200})
     try:
-        term_page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", TERMINAL_FLOOD_ROWS_JS), None)
+        term_page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", XTERM_FLOOD_ROWS_JS), None)
         # The same rows as the live view: a renderer's work per frame grows with them.
         term_js = "[...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term).content"
         height = 1200
@@ -1427,7 +1437,7 @@ def flood_terminal() -> dict:
     finally:
         _close_terminal(lab, term_page, name)
     return {"live": live_runs, "terminal": term_runs, "direct": direct, "live_size": live_size[0],
-            "terminal_size": term_size, "renderer": renderer}
+            "live_renderer": live_renderer, "terminal_size": term_size, "renderer": renderer}
 
 
 def _median(runs: list[dict], key: str) -> float:
@@ -1445,7 +1455,7 @@ def report_flood_terminal(f: dict) -> None:
     skipped = sum(d["skipped"] for d in f["direct"])
     print(
         f"flood terminal, `seq 1 {SEQ_LINES}` typed into bash, Enter's keydown -> the frame showing {SEQ_LINES} above "
-        f"the prompt, {FLOOD_RUNS} runs each, interleaved: live view (direct channel, {f['live_size']} rows; "
+        f"the prompt, {FLOOD_RUNS} runs each, interleaved: live view (direct channel, {f['live_renderer']} renderer, {f['live_size']} rows; "
         f"skipped {skipped}, goal 0): {runs_text(live)}; JupyterLab's terminal ({f['renderer']} renderer, "
         f"{f['terminal_size']}): {runs_text(term)}"
     )
@@ -1491,7 +1501,7 @@ def _split_text(f: dict, sent: str, received: str, shown: str) -> str:
 
 def report_keys_browser(f: dict, name: str = "keys in the browser") -> None:
     total, floor = f["total"], f["floor"]
-    parts = _split_text(f, "input", "echo", "in the DOM")
+    parts = _split_text(f, "input", "echo", "painted")
     if parts and f["carrier"] != "direct":
         parts += (
             f"; floor, the same websocket's kernel_info round trip (no uexec; a shell reply, not queued behind an "
@@ -1500,7 +1510,7 @@ def report_keys_browser(f: dict, name: str = "keys in the browser") -> None:
         )
     print(
         f"{name} (JupyterLab + Chromium {_lab.chromium_version if _lab else '?'}, %%uexec --live `cat`, "
-        f"over {f['carrier']}, keydown timeStamp -> echo in xterm's DOM rows), {total['n']} keys every >= "
+        f"over {f['carrier']}, {f['renderer']} renderer, keydown timeStamp -> the frame xterm paints the echo in), {total['n']} keys every >= "
         f"{BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}: goal <= 30 ms p50 {_goal(total['p50'], 30)}{parts}; "
         f"keydown queueing p50 {f['handler_delay']['p50']:.1f} ms; kernel status messages per key "
         f"{f['status_per_key']:.2f}{' (goal 0: ' + ('met' if f['status_per_key'] == 0 else 'MISSED') + ')' if f['carrier'] == 'direct' else ''}"
@@ -1532,7 +1542,7 @@ def report_keys_busy(f: dict) -> None:
 
 def report_keys_protocol(f: dict) -> None:
     total = f["total"]
-    parts = _split_text(f, "input", "echo", "in the DOM")
+    parts = _split_text(f, "input", "echo", "painted")
     live = _figures.get("keys_fallback")
     cost = ""
     if live is not None:
@@ -1551,7 +1561,7 @@ def report_keys_tab(f: dict) -> None:
     print(
         f"keys in a Sessions panel tab (the same `cat` as keys_browser's, in a terminal tab of its own, over direct), "
         f"{total['n']} keys every >= {BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}"
-        f"{_split_text(f, 'input', 'echo', 'in the DOM')}"
+        f"{_split_text(f, 'input', 'echo', 'painted')}"
     )
     terminal = _figures.get("keys_terminal")  # run before this case (CASES order)
     if terminal is not None:
@@ -1639,7 +1649,8 @@ def report_keys_echo(f: dict) -> None:
         ms = lambda values: "/".join(f"{value:.1f}" for value in values)  # noqa: E731
         p50, p99 = c["p50_ratio"], c["p99_ratio"]
         print(
-            f"keystroke to echo, live view / JupyterLab's terminal, {what}, {ECHO_RUNS} runs each: p50 {ms(c['live_p50'])} / "
+            f"keystroke to echo, live view / JupyterLab's terminal ({c['renderers']} renderers), {what}, {ECHO_RUNS} "
+            f"runs each: p50 {ms(c['live_p50'])} / "
             f"{ms(c['terminal_p50'])} ms, median ratio {p50:.2f} (goal <= 1.1: {'met' if p50 <= 1.1 else 'MISSED'}); p99 "
             f"{ms(c['live_p99'])} / {ms(c['terminal_p99'])} ms, median ratio {p99:.2f} (goal <= 1.5: {'met' if p99 <= 1.5 else 'MISSED'})"
         )

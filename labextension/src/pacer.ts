@@ -45,7 +45,7 @@ export namespace OutputPacer {
 
 /**
  * Parse time per frame to aim at: about half of a 60 Hz frame. A flood's
- * frame also holds xterm's DOM render of a scrolled screen and the page's
+ * frame also holds xterm's render of a scrolled screen and the page's
  * style, layout and paint, which take a few ms; the main thread idles the
  * rest. At 4 ms a frame the parse was what bounded a flood (~3 MB/s: `seq 1
  * 2000000` typed into bash took 1.54-1.57x as long as in JupyterLab's

@@ -7,10 +7,12 @@
  */
 
 import { FitAddon } from '@xterm/addon-fit';
+import { WebglAddon } from '@xterm/addon-webgl';
 import { Terminal, type IBufferCell, type IBufferLine } from '@xterm/xterm';
 
 import type { Carrier } from './carrier';
 import { OutputPacer } from './pacer';
+import { drawWithWebgl } from './renderer';
 import { nextRequestId, type KernelMessage } from './protocol';
 import { screenHtml, screenText, TEXT_MAX_CHARS, type Colour, type ScreenCell } from './snapshot';
 import { SessionStream, type StreamAction } from './stream';
@@ -54,6 +56,9 @@ export class SessionTerminal {
     this._pausedNote.hidden = true;
     this.node.appendChild(this._pausedNote);
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
+    // Its rows may be drawn on a canvas (renderer.ts): tests and benchmarks
+    // read what it shows from xterm's buffer, as they read JupyterLab's terminal.
+    Object.defineProperty(this.node, 'uexecXterm', { value: this._term });
     this._term.loadAddon(this._fit);
     // Ctrl+S (Cmd+S) saves in JupyterLab and Notebook 7, here as everywhere
     // in the page: xterm leaves the key alone (no XOFF to the terminal) and
@@ -168,6 +173,9 @@ export class SessionTerminal {
       this._opened = true;
       this._term.options.fontFamily = codeFont(this.node);
       this._term.open(this.node);
+      drawWithWebgl(this._term, () => new WebglAddon(), undefined, renderer => {
+        this.node.dataset.renderer = renderer;
+      });
       this._attach();
     }
     this._scheduleFit();

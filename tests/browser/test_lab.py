@@ -1,7 +1,9 @@
 """The front end in a real JupyterLab and Chromium: the live view, and the Sessions panel.
 
-Terminal text is read from the DOM: the extension's xterm.js uses its default
-DOM renderer, which draws the visible rows as `.xterm-rows > div`.
+Terminal text is read from xterm's buffer, whichever renderer draws it (a
+live view draws on a canvas where a GPU runs WebGL): a view's node holds its
+xterm as `uexecXterm`. The replay's player has xterm's DOM renderer, whose
+rows are `.xterm-rows > div`.
 With `UEXEC_DOC_SCREENSHOTS=1`, two tests also save the images of the docs.
 """
 
@@ -25,12 +27,26 @@ SETUP = f"import os; os.environ['PS1'] = '$ '; print({READY!r})"
 BASH = "bash --norc -i"
 KERNEL_START_S = 60
 
-ROWS_JS = """root => Array.from(root.querySelectorAll('.xterm-rows > div'),
-    row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd())"""
+# The xterm of a live view (the node, or the node inside), or null for the player.
+XTERM_JS = """root => (root.matches('.uexec-terminal') ? root : root.querySelector('.uexec-terminal') || root).uexecXterm || null"""
 
-# The grid xterm shows (the DOM renderer sizes `.xterm-screen` to cols x rows
+ROWS_JS = f"""root => {{
+    const term = ({XTERM_JS})(root);
+    if (!term) {{
+        return Array.from(root.querySelectorAll('.xterm-rows > div'), row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd());
+    }}
+    const buffer = term.buffer.active, rows = [];
+    for (let y = buffer.viewportY; y < buffer.viewportY + term.rows; y++) {{
+        const line = buffer.getLine(y);
+        rows.push(line ? line.translateToString(true).trimEnd() : '');  // a printed space is not trimmed
+    }}
+    return rows;
+}}"""
+
+# The grid xterm shows (either renderer sizes `.xterm-screen` to cols x rows
 # cells; the helper textarea is one cell), and the room the view gives it.
-GRID_JS = """root => {
+GRID_JS = f"""root => {{
+    const term = ({XTERM_JS})(root);
     const screen = root.querySelector('.xterm-screen');
     const cell = root.querySelector('.xterm-helper-textarea');
     const xterm = root.querySelector('.xterm');
@@ -39,16 +55,16 @@ GRID_JS = """root => {
     const padY = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
     const cellWidth = parseFloat(cell.style.width);
     const cellHeight = parseFloat(cell.style.height);
-    return {
-        rows: root.querySelectorAll('.xterm-rows > div').length,
+    return {{
+        rows: term ? term.rows : root.querySelectorAll('.xterm-rows > div').length,
         cols: Math.round(screen.getBoundingClientRect().width / cellWidth),
         cellWidth, cellHeight,
         screenWidth: screen.getBoundingClientRect().width,
         screenHeight: screen.getBoundingClientRect().height,
         roomWidth: root.clientWidth - padX,
         roomHeight: root.clientHeight - padY,
-    };
-}"""
+    }};
+}}"""
 
 
 # -- helpers -----------------------------------------------------------------
@@ -259,6 +275,49 @@ def test_live_view_runs_an_interactive_shell_that_answers_typed_input(lab, page)
     page.keyboard.type(" tab-$((1+1))")
     page.keyboard.press("Enter")
     wait_for_lines(terminal, lambda lines: "tab-2" in lines, 10, "the Tab-completed command's output")
+
+
+DOM_ROWS_JS = """root => Array.from(root.querySelectorAll('.xterm-rows > div'), row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd())"""
+
+# This Chromium's WebGL is SwiftShader, which draws on the CPU: renderer.ts keeps the DOM renderer there. Named as a
+# GPU's, the same contexts take the WebGL path a machine with a GPU takes.
+GPU_NAMED_JS = """(() => {
+    for (const proto of [WebGLRenderingContext.prototype, WebGL2RenderingContext.prototype]) {
+        const get = proto.getParameter;
+        proto.getParameter = function (name) {
+            return name === 0x9246 || name === this.RENDERER ? 'ANGLE (NVIDIA, NVIDIA GeForce RTX 3060 Direct3D11)' : get.call(this, name);
+        };
+    }
+})();"""
+
+LOSE_WEBGL_JS = """root => {
+    const canvas = [...root.querySelectorAll('.xterm-screen canvas')].find(c => c.getContext('webgl2'));
+    canvas.getContext('webgl2').getExtension('WEBGL_lose_context').loseContext();
+}"""
+
+
+def test_a_live_view_draws_with_webgl_on_a_gpu_and_a_lost_context_gives_it_to_the_dom_renderer(lab, page):
+    """renderer.ts: WebGL where a GPU runs it, as JupyterLab's terminal; a page keeps a few contexts only, and a lost
+    one (xterm waits 3 s for it to come back) hands the view to the DOM renderer, which shows the same session."""
+    page.add_init_script(GPU_NAMED_JS)
+    cells = open_notebook(lab, page, "renderer_gpu", [f"%%uexec --live -t 1000\n{BASH}"])
+    terminal = start_live_shell(page, cells, 1)
+    assert terminal.get_attribute("data-renderer") == "webgl"
+    assert terminal.evaluate(DOM_ROWS_JS) == [], "the WebGL renderer draws no DOM rows"
+
+    terminal.evaluate(LOSE_WEBGL_JS)
+    wait_until(lambda: terminal.get_attribute("data-renderer") == "dom", 10, "the DOM renderer after the lost context")
+    type_line(page, terminal, "echo $((6*7))")
+    wait_until(lambda: "42" in terminal.evaluate(DOM_ROWS_JS), 10, "42 in the DOM renderer's rows")
+    assert "$ echo $((6*7))" in terminal.evaluate(DOM_ROWS_JS)
+
+
+def test_a_live_view_keeps_the_dom_renderer_where_webgl_draws_on_the_cpu(lab, page):
+    """SwiftShader (this Chromium's WebGL) drew a flood at half the DOM renderer's speed (bench_live.py flood_terminal)."""
+    cells = open_notebook(lab, page, "renderer_software", [f"%%uexec --live -t 1000\n{BASH}"])
+    terminal = start_live_shell(page, cells, 1)
+    assert terminal.get_attribute("data-renderer") == "dom"
+    assert any(row.startswith("$") for row in terminal.evaluate(DOM_ROWS_JS)), "the prompt is in the DOM renderer's rows"
 
 
 def test_live_view_keeps_updating_after_the_cell_returned(lab, page):

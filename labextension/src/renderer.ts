@@ -11,10 +11,10 @@
  *
  * Not without a GPU: a software WebGL (SwiftShader, llvmpipe) draws each
  * frame on the CPU, and a flood (`seq 1 2000000`) then took 3.2 s at 54
- * fps where the DOM renderer took 1.7 s at 60 (`bench_live.py keys_echo`,
- * `flood_terminal`, on 2 cores without a GPU). The browser says which it
- * would be: a context asked for with `failIfMajorPerformanceCaveat` is
- * refused where it would be slow.
+ * fps where the DOM renderer took 1.7-1.8 s at 59-60 (`bench_live.py
+ * keys_echo`, `flood_terminal`, on 2 cores without a GPU). A browser that
+ * knows refuses a context asked for with `failIfMajorPerformanceCaveat`;
+ * the renderer's name tells the rest.
  *
  * A page keeps a limited number of WebGL contexts (16 in Chromium) and
  * takes the oldest one away when a new one is made; a lost context (that,
@@ -30,7 +30,7 @@ export interface IWebglRenderer extends ITerminalAddon {
 }
 
 /** What of xterm's Terminal this module uses. */
-export interface IRendered {
+export interface IAddonHost {
   loadAddon(addon: ITerminalAddon): void;
 }
 
@@ -42,7 +42,7 @@ export type Renderer = 'webgl' | 'dom';
  * told which draws, now and after a lost context.
  */
 export function drawWithWebgl(
-  term: IRendered,
+  term: IAddonHost,
   create: () => IWebglRenderer,
   available: () => boolean = webglAvailable,
   changed: (renderer: Renderer) => void = () => undefined

@@ -1,13 +1,12 @@
 /**
  * How a view draws its rows: with WebGL where the page has a GPU to run it,
- * as JupyterLab's own terminal does, else with xterm's DOM renderer.
+ * as JupyterLab's own terminal does, else with xterm's DOM renderer; and in
+ * which frame xterm moves its textarea (`moveTextareaInFrames`).
  *
  * The DOM renderer rewrites a row's spans for each echo, so the echo's
- * frame recalculates style, lays out the view and hit-tests the element
- * under a resting mouse again, and in a notebook page each of those costs
- * more than in a terminal's page. WebGL draws on a canvas and lays out
- * nothing: beside a CPU-bound process, an echo took 1.09-1.12x JupyterLab's
- * terminal's where the DOM renderer took 1.15-1.20x (issue 26, item 18).
+ * frame recalculates style and lays out the view, and in a notebook page
+ * that costs more than in a terminal's page. WebGL draws on a canvas and
+ * lays out nothing.
  *
  * Not without a GPU: a software WebGL (SwiftShader, llvmpipe) draws each
  * frame on the CPU, and a flood (`seq 1 2000000`) then took 3.2 s at 54
@@ -97,3 +96,39 @@ function rendererName(context: WebGL2RenderingContext): string {
 }
 
 let _available: boolean | undefined;
+
+/** What of xterm's core `moveTextareaInFrames` changes (private to xterm: looked up, never assumed). */
+interface ISyncsTextarea {
+  _syncTextArea?: () => void;
+}
+
+/**
+ * Have xterm move its hidden textarea (where an IME writes, kept under the
+ * cursor) in the next frame instead of as it parses. Parsing an echo moved
+ * it at once, in the output's task; at the frame's start the page then laid
+ * out to hit-test the element under a resting mouse, and laid out again
+ * after the DOM renderer drew the rows: two passes per echo, where
+ * JupyterLab's terminal, drawing on a canvas, needs one. In the frame, the
+ * textarea moves with the rows, and one pass lays out both. Beside a
+ * CPU-bound process that first pass took 0.7-0.9 ms of a 9 ms echo (a
+ * Chromium trace). Several moves before a frame make one. xterm's method
+ * is private: another xterm without it keeps its own timing.
+ */
+export function moveTextareaInFrames(term: object, frame: (callback: () => void) => void = requestAnimationFrame): void {
+  const core = (term as { _core?: ISyncsTextarea })._core;
+  const sync = core?._syncTextArea;
+  if (core === undefined || typeof sync !== 'function') {
+    return;
+  }
+  let due = false;
+  core._syncTextArea = () => {
+    if (due) {
+      return;
+    }
+    due = true;
+    frame(() => {
+      due = false;
+      sync.call(core);
+    });
+  };
+}

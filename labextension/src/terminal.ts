@@ -12,7 +12,7 @@ import { Terminal, type IBufferCell, type IBufferLine } from '@xterm/xterm';
 
 import type { Carrier } from './carrier';
 import { OutputPacer } from './pacer';
-import { drawWithWebgl } from './renderer';
+import { drawWithWebgl, moveTextareaInFrames } from './renderer';
 import { nextRequestId, type KernelMessage } from './protocol';
 import { screenHtml, screenText, TEXT_MAX_CHARS, type Colour, type ScreenCell } from './snapshot';
 import { SessionStream, type StreamAction } from './stream';
@@ -173,6 +173,7 @@ export class SessionTerminal {
       this._opened = true;
       this._term.options.fontFamily = codeFont(this.node);
       this._term.open(this.node);
+      moveTextareaInFrames(this._term);
       drawWithWebgl(this._term, () => new WebglAddon(), undefined, renderer => {
         this.node.dataset.renderer = renderer;
       });

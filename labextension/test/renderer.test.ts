@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { drawWithWebgl, isSoftwareRenderer, type IWebglRenderer, type Renderer } from '../src/renderer';
+import { drawWithWebgl, isSoftwareRenderer, moveTextareaInFrames, type IWebglRenderer, type Renderer } from '../src/renderer';
 
 /** xterm's WebglAddon as the terminal sees it: loaded, disposed, and a context that can be lost. */
 class FakeWebgl implements IWebglRenderer {
@@ -94,4 +94,42 @@ test('a WebGL that draws on the CPU is told from one a GPU runs', () => {
   for (const [name, software] of renderers) {
     assert.equal(isSoftwareRenderer(name), software, name);
   }
+});
+
+/** xterm's core as `moveTextareaInFrames` sees it, with frames driven by hand. */
+function textareaCore(): { term: { _core: { _syncTextArea: () => void } }; synced: () => number; frames: (() => void)[] } {
+  let synced = 0;
+  const frames: (() => void)[] = [];
+  const core = {
+    moved: 0,
+    _syncTextArea(this: { moved: number }) {
+      this.moved++; // called on the core, as xterm calls it
+      synced = this.moved;
+    }
+  };
+  const term = { _core: core };
+  moveTextareaInFrames(term, callback => frames.push(callback));
+  return { term, synced: () => synced, frames };
+}
+
+test('the textarea moves in the next frame, once however often the cursor moved before it', () => {
+  const { term, synced, frames } = textareaCore();
+  term._core._syncTextArea();
+  term._core._syncTextArea();
+  term._core._syncTextArea();
+  assert.equal(synced(), 0, 'not as the output is parsed');
+  assert.equal(frames.length, 1);
+  frames.shift()!();
+  assert.equal(synced(), 1);
+  term._core._syncTextArea();
+  assert.equal(frames.length, 1, 'a later move asks for a frame again');
+  frames.shift()!();
+  assert.equal(synced(), 2);
+});
+
+test('an xterm without the private method is left as it is', () => {
+  const term = { _core: {} as Record<string, unknown> };
+  moveTextareaInFrames(term, () => assert.fail('no frame is asked for'));
+  assert.deepEqual(Object.keys(term._core), []);
+  moveTextareaInFrames({}, () => assert.fail('no frame is asked for'));
 });

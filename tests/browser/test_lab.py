@@ -312,12 +312,28 @@ def test_a_live_view_draws_with_webgl_on_a_gpu_and_a_lost_context_gives_it_to_th
     assert "$ echo $((6*7))" in terminal.evaluate(DOM_ROWS_JS)
 
 
+# Where xterm's hidden textarea (an IME's window opens there) is, in cells, and where the cursor is.
+TEXTAREA_AT_JS = """root => {
+    const term = root.uexecXterm, textarea = root.querySelector('.xterm-helper-textarea');
+    const cell = parseFloat(textarea.style.width);
+    return { at: Math.round(parseFloat(textarea.style.left) / cell), cursor: term.buffer.active.cursorX };
+}"""
+
+
 def test_a_live_view_keeps_the_dom_renderer_where_webgl_draws_on_the_cpu(lab, page):
-    """SwiftShader (this Chromium's WebGL) drew a flood at half the DOM renderer's speed (bench_live.py flood_terminal)."""
+    """SwiftShader (this Chromium's WebGL) drew a flood at half the DOM renderer's speed (bench_live.py flood_terminal).
+    xterm's textarea, moved in the frame instead of as output is parsed (renderer.ts), still follows the cursor."""
     cells = open_notebook(lab, page, "renderer_software", [f"%%uexec --live -t 1000\n{BASH}"])
     terminal = start_live_shell(page, cells, 1)
     assert terminal.get_attribute("data-renderer") == "dom"
     assert any(row.startswith("$") for row in terminal.evaluate(DOM_ROWS_JS)), "the prompt is in the DOM renderer's rows"
+
+    terminal.click()
+    page.keyboard.type("echo abcdef", delay=15)
+    wait_for_lines(terminal, lambda lines: "$ echo abcdef" in lines, 10, "the typed line")
+    wait_until(lambda: terminal.evaluate(TEXTAREA_AT_JS) == {"at": 13, "cursor": 13}, 10, "the textarea under the cursor")
+    page.keyboard.press("Home")
+    wait_until(lambda: terminal.evaluate(TEXTAREA_AT_JS) == {"at": 2, "cursor": 2}, 10, "the textarea back at the line's start")
 
 
 def test_live_view_keeps_updating_after_the_cell_returned(lab, page):

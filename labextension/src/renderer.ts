@@ -97,9 +97,10 @@ function rendererName(context: WebGL2RenderingContext): string {
 
 let _available: boolean | undefined;
 
-/** What of xterm's core `moveTextareaInFrames` changes (private to xterm: looked up, never assumed). */
-interface ISyncsTextarea {
-  _syncTextArea?: () => void;
+/** What of xterm's Terminal `moveTextareaInFrames` uses; its core's method is private to xterm: looked up, never assumed. */
+interface ITextareaHost {
+  readonly element?: { readonly isConnected: boolean };
+  _core?: { _syncTextArea?: () => void };
 }
 
 /**
@@ -111,11 +112,13 @@ interface ISyncsTextarea {
  * JupyterLab's terminal, drawing on a canvas, needs one. In the frame, the
  * textarea moves with the rows, and one pass lays out both. Beside a
  * CPU-bound process that first pass took 0.7-0.9 ms of a 9 ms echo (a
- * Chromium trace). Several moves before a frame make one. xterm's method
- * is private: another xterm without it keeps its own timing.
+ * Chromium trace). Several moves before a frame make one; a terminal
+ * disposed (its element gone from the page) meanwhile is not touched. An
+ * xterm without the method keeps its own timing.
  */
 export function moveTextareaInFrames(term: object, frame: (callback: () => void) => void = requestAnimationFrame): void {
-  const core = (term as { _core?: ISyncsTextarea })._core;
+  const host = term as ITextareaHost;
+  const core = host._core;
   const sync = core?._syncTextArea;
   if (core === undefined || typeof sync !== 'function') {
     return;
@@ -128,7 +131,9 @@ export function moveTextareaInFrames(term: object, frame: (callback: () => void)
     due = true;
     frame(() => {
       due = false;
-      sync.call(core);
+      if (host.element?.isConnected) {
+        sync.call(core);
+      }
     });
   };
 }

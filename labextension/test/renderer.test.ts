@@ -96,35 +96,41 @@ test('a WebGL that draws on the CPU is told from one a GPU runs', () => {
   }
 });
 
-/** xterm's core as `moveTextareaInFrames` sees it, with frames driven by hand. */
-function textareaCore(): { term: { _core: { _syncTextArea: () => void } }; synced: () => number; frames: (() => void)[] } {
-  let synced = 0;
-  const frames: (() => void)[] = [];
+/** xterm's Terminal as `moveTextareaInFrames` sees it, with frames driven by hand. */
+function textareaTerminal() {
   const core = {
     moved: 0,
     _syncTextArea(this: { moved: number }) {
       this.moved++; // called on the core, as xterm calls it
-      synced = this.moved;
     }
   };
-  const term = { _core: core };
+  const term = { element: { isConnected: true }, _core: core };
+  const frames: (() => void)[] = [];
   moveTextareaInFrames(term, callback => frames.push(callback));
-  return { term, synced: () => synced, frames };
+  return { term, core, frames };
 }
 
 test('the textarea moves in the next frame, once however often the cursor moved before it', () => {
-  const { term, synced, frames } = textareaCore();
+  const { term, core, frames } = textareaTerminal();
   term._core._syncTextArea();
   term._core._syncTextArea();
   term._core._syncTextArea();
-  assert.equal(synced(), 0, 'not as the output is parsed');
+  assert.equal(core.moved, 0, 'not as the output is parsed');
   assert.equal(frames.length, 1);
   frames.shift()!();
-  assert.equal(synced(), 1);
+  assert.equal(core.moved, 1);
   term._core._syncTextArea();
   assert.equal(frames.length, 1, 'a later move asks for a frame again');
   frames.shift()!();
-  assert.equal(synced(), 2);
+  assert.equal(core.moved, 2);
+});
+
+test('a terminal disposed before the frame is not touched', () => {
+  const { term, core, frames } = textareaTerminal();
+  term._core._syncTextArea();
+  term.element.isConnected = false;
+  frames.shift()!();
+  assert.equal(core.moved, 0);
 });
 
 test('an xterm without the private method is left as it is', () => {

@@ -29,8 +29,9 @@ responsiveness.
   buffer, as for JupyterLab's terminal: the view draws with WebGL where a GPU
   runs it, else in the DOM; the report names which), so no Playwright round
   trip is in the figure. A wrapped WebSocket splits it: keydown -> `input`
-  frame sent -> `data` frame received -> painted. The floor is a kernel_info_request sent over the same websocket
-  (server and kernel, nothing of unified_exec). `--without-nodelay` disables
+  frame sent -> `data` frame received -> painted. The floor is a
+  kernel_info_request sent over the same websocket (server and kernel,
+  nothing of unified_exec). `--without-nodelay` disables
   the package's server extension (unified_exec_kernel/server/nodelay.py,
   TCP_NODELAY on kernel websockets), to show what Nagle plus the browser's
   delayed ACK cost the echo, which follows a `status` frame.
@@ -64,8 +65,7 @@ responsiveness.
   renderer's work per frame grows with them), three runs each, interleaved so both see the same load. Both timed
   the same way in the page: from the Enter keydown's timeStamp to the first time the screen shows `2000000` with
   the shell's prompt on the row below (either's buffer read in xterm's onRender: the frame that paints it), each run
-  after `clear`. Prints each run (seconds, rAF fps, frame gap
-  p50/p99, the 1-minute load), the medians' ratio live view / terminal (goal, issue 26: <= 1.0) and the live view's
+  after `clear`. Prints each run (seconds, rAF fps, frame gap p50/p99, the 1-minute load), the medians' ratio live view / terminal (goal, issue 26: <= 1.0) and the live view's
   fps (goal >= 50); `skipped` in the live view's `B` frames (goal 0) and whether each last screen holds
   consecutive numbers.
 - flood_view: `%%uexec --live -t 100` + `yes` in the same page for 10 s:
@@ -849,7 +849,7 @@ def _typed_keys(lab: Lab, terminal: str) -> tuple[list[dict], dict]:
     each timed in the page (Ctrl-U after every LINE_KEYS); the probe's records and the websocket log."""
     page = lab.page
     _settle(page)
-    page.evaluate(TERMINAL_KEY_PROBE_JS, ["term", terminal])
+    page.evaluate(XTERM_KEY_PROBE_JS, ["term", terminal])
     page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], status: 0, on: true }); }")
     rng = random.Random(5)
     records, prefix = [], ""
@@ -949,7 +949,7 @@ XTERM_JS = """
     : ([...window.jupyterapp.shell.widgets('main')].find(w => w.content && w.content._term) || { content: {} }).content._term;
   if (!term) throw new Error('no terminal ' + (selector || 'in the main area'));
 """
-TERMINAL_KEY_PROBE_JS = r"""
+XTERM_KEY_PROBE_JS = r"""
 ([name, selector]) => {
   /* xterm */
   const line = () => { const b = term.buffer.active; const l = b.getLine(b.baseY + b.cursorY); return l ? l.translateToString(true) : ''; };
@@ -1029,7 +1029,7 @@ def keys_terminal() -> dict:
             ".some(w => w.content && w.content._term && w.content._isReady)",
             timeout=60_000,
         )
-        size = page.evaluate(TERMINAL_KEY_PROBE_JS, ["tty", None])
+        size = page.evaluate(XTERM_KEY_PROBE_JS, ["tty", None])
         page.locator(".jp-Terminal .xterm").first.click()
         page.wait_for_function(
             "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",

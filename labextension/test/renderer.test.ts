@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { Terminal } from '@xterm/xterm';
+
 import { drawWithWebgl, isSoftwareRenderer, moveTextareaInFrames, type IWebglRenderer, type Renderer } from '../src/renderer';
 
 /** xterm's WebglAddon as the terminal sees it: loaded, disposed, and a context that can be lost. */
@@ -138,4 +140,19 @@ test('an xterm without the private method is left as it is', () => {
   moveTextareaInFrames(term, () => assert.fail('no frame is asked for'));
   assert.deepEqual(Object.keys(term._core), []);
   moveTextareaInFrames({}, () => assert.fail('no frame is asked for'));
+});
+
+test('the xterm we bundle still moves its textarea through the private method this relies on', () => {
+  // An xterm update that renamed it would silently bring back the second layout per echo.
+  const term = new Terminal();
+  try {
+    const core = (term as unknown as { _core: { _syncTextArea?: unknown } })._core;
+    assert.equal(typeof core._syncTextArea, 'function');
+    const frames: (() => void)[] = [];
+    moveTextareaInFrames(term, callback => frames.push(callback));
+    (core._syncTextArea as () => void)();
+    assert.equal(frames.length, 1, 'the move waits for a frame');
+  } finally {
+    term.dispose();
+  }
 });

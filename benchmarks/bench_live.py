@@ -1173,15 +1173,18 @@ DIRECT_COUNTS_JS = (
     "() => { const l = window.__wsLog; return { bytes: l.directBytes, skipped: l.directSkipped, frames: l.directFrames }; }"
 )
 
-# The rows a view shows, from its xterm's buffer (its canvas holds no text).
-VIEW_ROWS_JS = """sel => {
-    const term = document.querySelector(sel).uexecXterm, b = term.buffer.active, out = [];
+# The rows an xterm shows, read from its buffer (a canvas holds no text; a printed space is not trimmed by xterm).
+XTERM_ROWS_JS = """term => {
+    const b = term.buffer.active, out = [];
     for (let y = b.viewportY; y < b.viewportY + term.rows; y++) {
         const line = b.getLine(y);
         out.push(line ? line.translateToString(true).trimEnd() : '');
     }
     return out;
 }"""
+
+# The rows the live view `sel` selects shows.
+VIEW_ROWS_JS = f"sel => ({XTERM_ROWS_JS})(document.querySelector(sel).uexecXterm)"
 
 
 def flood_seq() -> dict:
@@ -1302,17 +1305,10 @@ FLOOD_PROBE_JS = r"""
 XTERM_FLOOD_ROWS_JS = """
   const selector = arg;
   /* xterm */
-  rows = () => {
-    const b = term.buffer.active, out = [];
-    for (let y = b.viewportY; y < b.viewportY + term.rows; y++) {
-      const line = b.getLine(y);
-      out.push(line ? line.translateToString(true) : '');
-    }
-    return out;
-  };
+  rows = () => (/* rows */)(term);
   window.__floodRows = rows;
   term.onRender(check);
-""".replace("/* xterm */", XTERM_JS)
+""".replace("/* xterm */", XTERM_JS).replace("/* rows */", XTERM_ROWS_JS)
 
 FLOOD_DONE_JS = "() => window.__flood.done !== null"
 FLOOD_RESULT_JS = "() => { const p = window.__flood; return { start: p.start, done: p.done, frames: p.frames, screen: p.screen }; }"

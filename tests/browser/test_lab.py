@@ -30,10 +30,13 @@ KERNEL_START_S = 60
 # The xterm of a live view (the node, or the node inside), or null for the player.
 XTERM_JS = """root => (root.matches('.uexec-terminal') ? root : root.querySelector('.uexec-terminal') || root).uexecXterm || null"""
 
+# The rows xterm's DOM renderer draws (the player's; a live view's where it has no WebGL).
+DOM_ROWS_JS = """root => Array.from(root.querySelectorAll('.xterm-rows > div'), row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd())"""
+
 ROWS_JS = f"""root => {{
     const term = ({XTERM_JS})(root);
     if (!term) {{
-        return Array.from(root.querySelectorAll('.xterm-rows > div'), row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd());
+        return ({DOM_ROWS_JS})(root);
     }}
     const buffer = term.buffer.active, rows = [];
     for (let y = buffer.viewportY; y < buffer.viewportY + term.rows; y++) {{
@@ -276,8 +279,6 @@ def test_live_view_runs_an_interactive_shell_that_answers_typed_input(lab, page)
     page.keyboard.press("Enter")
     wait_for_lines(terminal, lambda lines: "tab-2" in lines, 10, "the Tab-completed command's output")
 
-
-DOM_ROWS_JS = """root => Array.from(root.querySelectorAll('.xterm-rows > div'), row => row.textContent.replace(/\\u00a0/g, ' ').trimEnd())"""
 
 # This Chromium's WebGL is SwiftShader, which draws on the CPU: renderer.ts keeps the DOM renderer there. Named as a
 # GPU's, the same contexts take the WebGL path a machine with a GPU takes.

@@ -35,10 +35,10 @@ from .models import (
     UnifiedExecResult,
 )
 from .process.guardian import Guardian
-from .process.keeper import Keeper
+from .process.keeper import Keeper, KeeperError
 from .session import SCROLLBACK_BYTES, Kept, PtySession
 from .pipe_session import PipeSession
-from .completion.shell_integration import integrate, new_nonce
+from .completion.shell_integration import PARENT_PID_VARIABLE, integrate, new_nonce
 from .journal.reader import open_journal
 from .journal.store import JournalStore
 from .output.utf8 import newest
@@ -142,9 +142,11 @@ class UnifiedExecSessionManager:
         self._kept: dict[int, PtySession] = {}  # kept sessions until closed (a closing one still hears its exit)
         self._early_exits: dict[int, int | None] = {}  # told before the session was registered (a fast exit)
         self._ack_timer: asyncio.TimerHandle | None = None
+        self.notes: list[str] = []  # what a person should know of sessions no face showed (a take-back that failed)
         if keeper is not None:
             keeper.on_exit(self._kept_exit)
             keeper.on_lost(self._keeper_lost)
+            keeper.guarded_by(self._guardian_pipe)
 
     # -- start and write -------------------------------------------------------
 
@@ -258,9 +260,11 @@ class UnifiedExecSessionManager:
         if not keep:
             return self._open(plan, None)
         try:
-            spawned = await self.keeper.spawn(plan.session_id, plan.argv, plan.environment, cwd=cwd, rows=24, cols=80,
+            # Where an unkept session would start: this process's directory as it is now (%cd moves it).
+            spawned = await self.keeper.spawn(plan.session_id, plan.argv, plan.environment, cwd=cwd or os.getcwd(), rows=24, cols=80,
                                               handoff=None if plan.nonce is None else f"{plan.nonce}\n",
-                                              meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": time.time()})
+                                              meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": time.time()},
+                                              own_pid_in=[PARENT_PID_VARIABLE] if PARENT_PID_VARIABLE in plan.environment else [])
         except OSError as error:
             raise CreateSessionError(plan.command, error) from error
         kept = Kept(spawned.pid, spawned.master_fd, spawned.output_fd)
@@ -495,6 +499,7 @@ class UnifiedExecSessionManager:
                 name=session.name,
                 kept=session.kept,
                 restarts=session.restarts,
+                note=session.note,
             )
             for session in (managed.session for managed in self._sessions.values())
         ]
@@ -530,10 +535,19 @@ class UnifiedExecSessionManager:
 
     def _guard(self, leader_pid: int) -> None:
         if self.guardian:
-            if self._guardian is None:
-                journal_dir = self.journals.directory if self.journals is not None else None
-                self._guardian = Guardian(asyncio.get_running_loop(), journal_dir=journal_dir)
-            self._guardian.watch(leader_pid)
+            self._the_guardian().watch(leader_pid)
+
+    def _the_guardian(self) -> Guardian:
+        if self._guardian is None:
+            journal_dir = self.journals.directory if self.journals is not None else None
+            self._guardian = Guardian(asyncio.get_running_loop(), journal_dir=journal_dir)
+            if self.keeper is not None:
+                self._guardian.on_new_pipe(self.keeper.new_guardian)
+        return self._guardian
+
+    def _guardian_pipe(self) -> int | None:
+        """A copy of the guardian's pipe for the keeper, which tells the guardian of kept sessions itself."""
+        return self._the_guardian().share() if self.guardian else None
 
     def _unguard(self, leader_pid: int) -> None:
         if self._guardian is not None:
@@ -546,10 +560,10 @@ class UnifiedExecSessionManager:
         a real shutdown, which also tells the keeper to end them and go."""
         sessions = [managed.session for managed in list(self._sessions.values())]
         pids = [session.pid for session in sessions if kept or not session.kept]
-        if kept and self.keeper is not None:
-            self.keeper.end_threadsafe()
         if pids:
             terminate_blocking(pids, grace)
+        if kept and self.keeper is not None:
+            self.keeper.end_blocking()  # one that does not end (stalled) is killed: nothing waits for its grace
 
     # -- kept sessions ---------------------------------------------------------------
 
@@ -575,7 +589,12 @@ class UnifiedExecSessionManager:
         if self.keeper is None:
             return []
         taken = []
-        for held in await self.keeper.take_back():
+        try:
+            handed_back = await self.keeper.take_back()
+        except KeeperError as error:
+            self.notes.append(str(error))
+            raise
+        for held in handed_back:
             meta = held.meta
             session_id = int(meta["id"])
             kept = Kept(held.spawn.pid, held.spawn.master_fd, held.spawn.output_fd, restarts=int(meta.get("restarts", 1)),
@@ -612,10 +631,28 @@ class UnifiedExecSessionManager:
         end = entry.file.resumed.output_end
         session.resume_after(end, _history(path, end, self.scrollback_bytes))
 
-    def _keeper_lost(self) -> None:
-        # Its programs have no keeper now: they end with this kernel, however it ends, like any session.
-        for session in self._kept.values():
-            session.kept = False
+    def _keeper_lost(self, why: str) -> None:
+        """Its programs have no keeper now: this kernel reads their terminals (it holds the masters),
+        its guardian ends them with it, however it ends, like any session; each says so."""
+        note = f"no longer kept: its keeper {why}"
+        kept, self._kept = list(self._kept.values()), {}
+        if kept and self.journals is not None and self.keeper.journal_dir is not None:
+            self.journals.own_directory(self.keeper.journal_dir)  # their journals are there: ours to remove now
+            if self._guardian is not None:
+                self._guardian.remove_with_kernel(self.keeper.journal_dir)
+        for session in kept:
+            if session.terminal.released:
+                continue
+            session.take_over(note)
+            if self.journals is not None:
+                self.journals.mark(session, f"(the keeper {why}; output it had not relayed is lost; no longer kept)")
+            managed = self._sessions.get(session.session_id)
+            if managed is not None:
+                managed.notice += f"Note: session {session.name or session.session_id} is {note}.\n"
+            self._acks.pop(session.session_id, None)
+            self._guard(session.pid)
+        if kept:
+            self._changed()
 
     def _register_kept(self, session: PtySession) -> None:
         self._kept[session.session_id] = session

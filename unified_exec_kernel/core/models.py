@@ -90,6 +90,7 @@ class SessionInfo:
     name: str | None = None
     kept: bool = False  # held by the keeper: it outlives a kernel restart
     restarts: int = 0  # kernel restarts it has lived through
+    note: str = ""  # what a person should know beside its state, one line (its keeper died)
 
 
 def exit_state(alive: bool, exit_code: int | None, closed: bool = False) -> str:

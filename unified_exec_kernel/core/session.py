@@ -124,6 +124,7 @@ class PtySession:
         # bash always does; zsh not while PS1 is exported (B would leak into a child).
         self.prompt_has_end: bool | None = None
         self.closed = False  # the engine ended the program (a kill, pruning, shutdown): its signal is no crash
+        self.note = ""  # what a person should know beside its state (a keeper that died), one line
         self._loop = asyncio.get_running_loop()
         self._finished = asyncio.Event()
         self._grace_timer: asyncio.TimerHandle | None = None
@@ -293,6 +294,15 @@ class PtySession:
             self._restart_grace()
 
     # -- a kept session ----------------------------------------------------------
+
+    def take_over(self, note: str) -> None:
+        """The keeper is gone: this process reads the terminal itself (it holds the master) and
+        watches the program (not its parent: the exit code is lost); it is kept no more."""
+        self.kept = False
+        self.note = note
+        self.terminal.read_master()
+        if self.state is Lifecycle.RUNNING:
+            watch_exit(self.pid, self._loop, self._on_exit)
 
     def report_exit(self, exit_code: int | None) -> None:
         """The keeper reaped the program (a kept session has no exit watch of its own)."""

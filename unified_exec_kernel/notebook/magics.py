@@ -173,7 +173,7 @@ class UnifiedExecMagics(Magics):
         """Show the sessions of this kernel: id, command, pid, state, exit code, age."""
         if line.strip():
             raise UsageError("%uexec_sessions takes no arguments")
-        display(SessionTable(self.bridge.call(self.manager.list_sessions)))
+        display(SessionTable(self.bridge.call(self.manager.list_sessions), self.manager.notes))
 
     @_plain_usage
     @magic_arguments()

@@ -13,15 +13,17 @@ from ..core.models import SessionInfo
 class SessionTable:
     headers = ("id", "name", "command", "pid", "state", "exit code", "age")
 
-    def __init__(self, sessions: Iterable[SessionInfo]):
+    def __init__(self, sessions: Iterable[SessionInfo], notes: Iterable[str] = ()):
+        """`notes`: what became of sessions no row shows (a keeper that had to be ended), a line each."""
         now = time.time()
+        self.notes = list(notes)
         self.rows = [
             (
                 str(info.session_id),
                 info.name or "",
                 command_label(info.command),
                 str(info.pid),
-                ("running" if info.alive else "exited") + kept_label(info),
+                ("running" if info.alive else "exited") + kept_label(info) + (f" ({info.note})" if info.note else ""),
                 "" if info.exit_code is None else str(info.exit_code),
                 age(now - info.started),
             )
@@ -29,18 +31,20 @@ class SessionTable:
         ]
 
     def __repr__(self) -> str:
+        notes = "".join(f"{note}\n" for note in self.notes)
         if not self.rows:
-            return "no uexec sessions"
+            return notes + "no uexec sessions"
         table = [self.headers, *self.rows]
         widths = [max(len(row[i]) for row in table) for i in range(len(self.headers))]
-        return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table)
+        return notes + "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table)
 
     def _repr_html_(self) -> str:
+        notes = "".join(f"<p class='uexec-note'>{escape(note)}</p>" for note in self.notes)
         if not self.rows:
-            return "<p>no uexec sessions</p>"
+            return notes + "<p>no uexec sessions</p>"
         head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in self.rows)
-        return f"<table class='uexec-sessions'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return notes + f"<table class='uexec-sessions'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def kept_label(info: SessionInfo) -> str:

@@ -57,13 +57,16 @@ ZSH_DOTDIR = SCRIPTS / "zsh"
 
 NONCE_VARIABLE = "UEXEC_SHELL_INTEGRATION"
 # Every variable the scripts read; an inherited stale one is dropped first.
+PARENT_PID_VARIABLE = "UEXEC_PARENT_PID"
+"""The pid of the process that spawns the shell: a process other than this one (a kept session's
+keeper) puts its own there (keeper_process.py), as the script checks it against `$PPID`."""
 _OUR_VARIABLES = (
     NONCE_VARIABLE,
     "UEXEC_BASH_STARTUP",
     "UEXEC_BASH_RCFILE",
     "UEXEC_BASH_BOOTSTRAP",
     "UEXEC_BASH_PROMPT_COMMAND",
-    "UEXEC_PARENT_PID",
+    PARENT_PID_VARIABLE,
     "UEXEC_ZSH_ZDOTDIR",
     "UEXEC_ZSH_NORCS",
 )
@@ -175,7 +178,7 @@ def _integrate_bash(
         bootstrap = "{ . " + shlex.quote(str(BASH_SCRIPT)) + "; } 2>/dev/null"
         env["UEXEC_BASH_STARTUP"] = "prompt"
         env["UEXEC_BASH_BOOTSTRAP"] = bootstrap
-        env["UEXEC_PARENT_PID"] = str(parent_pid)
+        env[PARENT_PID_VARIABLE] = str(parent_pid)
         if "PROMPT_COMMAND" in env:
             env["UEXEC_BASH_PROMPT_COMMAND"] = env["PROMPT_COMMAND"]
         env["PROMPT_COMMAND"] = bootstrap

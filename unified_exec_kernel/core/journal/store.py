@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ..errors import UnifiedExecError
 from ..session import PtySession
 from . import format as cast
-from .lifetime import JournalDirError, remove_kernel_journals
+from .lifetime import JournalDirError, remove_kernel_journals, sweep_dead_kernels
 from .recorder import SessionRecorder
 from .writer import JournalFile, JournalWriter
 
@@ -95,6 +95,7 @@ class JournalStore:
         os.chmod(directory, DIRECTORY_MODE)
         self.directory = directory
         self._owner_fd = owner_fd
+        self._also: list[str] = []  # other directories whose journals are ours (a dead keeper's)
         self.session_bytes = session_bytes
         self.kernel_bytes = kernel_bytes
         self.record_input = record_input
@@ -139,6 +140,14 @@ class JournalStore:
         entry = self._start(session, file)
         self.writer.put(("restart", file, time.monotonic(), marker, file.resumed.output_end))
         return entry
+
+    def mark(self, session: PtySession, label: str) -> None:
+        """A chapter at the session's current output, labelled: something happened to it (its keeper died)."""
+        with self._lock:
+            entry = self._by_id.get(session.session_id)
+        if entry is not None and entry.recorder is not None and entry.recorder.recording:
+            entry.recorder.flush()
+            self.writer.put(("restart", entry.file, time.monotonic(), label, session.offset))
 
     def _start(self, session: PtySession, file: JournalFile) -> JournalEntry:
         entry = JournalEntry(session.session_id, session.name, list(session.command), file, session.started)
@@ -234,11 +243,18 @@ class JournalStore:
         if owner is not None:
             os.close(owner)  # the lock goes: a sweep may take what is left (kept journals) once they are let go
 
+    def own_directory(self, directory: str) -> None:
+        """Journals there are this kernel's now (a dead keeper's): removed with its own."""
+        self._also.append(directory)
+
     def remove_now(self) -> None:
         """Remove the journals (not `keep`, not kept sessions') without waiting for the writer: for a
         kernel about to die (SIGTERM). Any thread; what the writer still writes goes to unlinked files."""
         if not self.keep:
-            remove_kernel_journals(self.directory)
+            for directory in (self.directory, *self._also):
+                remove_kernel_journals(directory)
+            # And what dead ones left beside it (a keeper this kernel had to end as stalled).
+            sweep_dead_kernels(os.path.dirname(self.directory))
 
     def close_soon(self) -> concurrent.futures.Future:
         """`close` without blocking the caller (for a loop): a future done when it has."""

@@ -42,7 +42,14 @@ What it relies on, and why:
 - Trouble. A full pipe queues lines in memory, flushed with `add_writer`;
   past `MAX_PENDING_BYTES` the guardian counts as wedged and is killed and
   replaced. One that dies is reaped, logged once, and replaced with the
-  whole list; one that keeps dying as it starts is given up on, logged.
+  whole list; one that keeps dying as it starts is given up on, logged. One
+  that is stopped (SIGSTOP: its /proc state, looked at every
+  `STALL_CHECK_S` while it runs) is a dead one: killed and replaced, so a
+  kernel that dies later is not left with a guardian that never acts.
+- Kept sessions. The keeper holds a copy of the pipe (`share`; each new
+  guardian's copy goes to it through `on_new_pipe`) and tells the guardian
+  of kept sessions itself, so the pipe's EOF means the kernel and the
+  keeper are both gone (guardian_process.py).
 """
 
 from __future__ import annotations
@@ -54,9 +61,12 @@ import signal
 import sys
 
 from .guardian_process import BOOTSTRAP, KILL_GRACE_S, ROOT
+from .procs import is_stopped
 
 log = logging.getLogger(__name__)
 
+STALL_CHECK_S = 2.0
+"""How often a running guardian is looked at for a stop (SIGSTOP): one found stopped is replaced."""
 MAX_PENDING_BYTES = 1 << 20
 """Past this much unsent news the guardian counts as wedged, and is killed and replaced."""
 _QUICK_DEATH_S = 5.0
@@ -76,7 +86,7 @@ class Guardian:
         """`journal_dir`: the kernel's journal directory, removed by the guardian once it ended the
         sessions (journal/lifetime.py's `remove_kernel_journals`: `.keep` and kept sessions' journals stay)."""
         self._loop = loop
-        self._journal_dir = journal_dir
+        self._journal_dirs = [] if journal_dir is None else [journal_dir]
         self._python = python or sys.executable
         self._grace = grace
         self._watched: set[int] = set()
@@ -92,6 +102,26 @@ class Guardian:
         self._quick_deaths = 0
         self._warned = False
         self._given_up = False
+        self._shared = False  # a keeper holds a copy of the pipe: keep a guardian even with nothing watched
+        self._on_new_pipe = None
+        self._stall_check: asyncio.TimerHandle | None = None
+
+    def share(self) -> int | None:
+        """A copy of the pipe's write end for the keeper (the caller closes it), starting the guardian now if need be."""
+        self._shared = True
+        if self._pipe is None:
+            self._start(announce=False)
+        return None if self._pipe is None else os.dup(self._pipe)
+
+    def remove_with_kernel(self, journal_dir: str) -> None:
+        """Another journal directory this kernel owns now (a dead keeper's): removed as its own is."""
+        self._journal_dirs.append(journal_dir)
+        if self._pipe is not None:
+            self._send(_journal_line(journal_dir))
+
+    def on_new_pipe(self, callback) -> None:
+        """`callback(fd)` gets a copy of each replacement guardian's pipe (to hand the keeper; it closes it)."""
+        self._on_new_pipe = callback
 
     @property
     def pid(self) -> int | None:
@@ -123,7 +153,11 @@ class Guardian:
         if self._start_handle is not None:
             self._start_handle.cancel()
             self._start_handle = None
+        if self._stall_check is not None:
+            self._stall_check.cancel()
+            self._stall_check = None
         self._watched.clear()
+        self._shared = False
         exited = self._exited
         if self._pipe is not None:
             self._retiring = True
@@ -140,9 +174,10 @@ class Guardian:
         if self._start_handle is None and self._pid is None and not self._given_up:
             self._start_handle = self._loop.call_soon(self._start)
 
-    def _start(self) -> None:
+    def _start(self, announce: bool = True) -> None:
+        """`announce`: hand the keeper a copy of the new pipe (not when the keeper asked for it itself)."""
         self._start_handle = None
-        if self._pid is not None or not self._watched or self._given_up:
+        if self._pid is not None or not (self._watched or self._shared) or self._given_up:
             return
         try:
             read_end, write_end = os.pipe()  # both close-on-exec: no session inherits them
@@ -174,9 +209,20 @@ class Guardian:
         self._exited = self._loop.create_future()
         self._watch_exit()
         self._pending = bytearray(b"".join(b"+%d\n" % leader for leader in sorted(self._watched)))
-        if self._journal_dir is not None:
-            self._pending[:0] = b"J%s\n" % os.fsencode(self._journal_dir).hex().encode()  # hex: any path, one line
+        self._pending[:0] = b"".join(map(_journal_line, self._journal_dirs))
         self._flush()
+        self._stall_check = self._loop.call_later(STALL_CHECK_S, self._check_stopped)
+        if announce and self._shared and self._on_new_pipe is not None and self._pipe is not None:
+            self._on_new_pipe(os.dup(self._pipe))
+
+    def _check_stopped(self) -> None:
+        self._stall_check = None
+        if self._pid is None:
+            return
+        if is_stopped(self._pid):
+            self._replace("is stopped")
+            return
+        self._stall_check = self._loop.call_later(STALL_CHECK_S, self._check_stopped)
 
     def _watch_exit(self) -> None:
         try:
@@ -263,9 +309,12 @@ class Guardian:
         self._pid = None
         if self._exited is not None and not self._exited.done():
             self._exited.set_result(None)
+        if self._stall_check is not None:
+            self._stall_check.cancel()
+            self._stall_check = None
         if self._quick_deaths > _MAX_QUICK_DEATHS:
             self._give_up("the guardian process keeps dying as it starts")
-        elif self._watched:
+        elif self._watched or self._shared:
             self._start_soon()
 
     def _warn(self, message: str) -> None:
@@ -279,3 +328,7 @@ class Guardian:
     def _give_up(self, why: str) -> None:
         self._given_up = True
         log.error("uexec: %s; sessions will not be ended if this process dies without closing them", why)
+
+
+def _journal_line(directory: str) -> bytes:
+    return b"J%s\n" % os.fsencode(directory).hex().encode()  # hex: any path, one line

@@ -7,6 +7,17 @@ session id) and `-PID` (closed) lines. When the pipe closes or the kernel's
 pidfd fires, it reads what is left, ends every process of every session on
 its list (`end_sessions`) and exits.
 
+Kept sessions (keeper_process.py) are on its list too, told by the keeper,
+which holds a copy of the pipe's write end: `P<pid>` (the keeper), `G<s>`
+(its grace), `*PID` (a kept session), `R` (a next kernel took them over:
+forget them). So the pipe closes only once the kernel and the keeper are
+both gone. At the kernel's end the guardian ends the sessions that are not
+kept at once; the kept ones it leaves to a live keeper and waits, with no
+timer but the grace: if the keeper dies (the pipe closes) or outstays its
+grace (stalled), the guardian ends them itself (and the keeper). When the
+kernel lives on past the keeper's death, the kernel takes the sessions over
+and says `+PID`: they are no longer kept, and end with the kernel.
+
 Never signalling a recycled pid: Linux does not reuse a number while any
 process uses it as its pid, group or session id, and once a session's last
 process is gone its id is free (pid_max is often 32768). So the list
@@ -67,10 +78,10 @@ def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
     if kernel is not None:
         poller.register(kernel, select.POLLIN)
     ledger = Ledger(kernel_pid, poller)
-    partial = b""
+    reader = _Lines(ledger)
     # Reparented already: the kernel died before we got here.
     kernel_alive = os.getppid() == kernel_pid
-    while kernel_alive:
+    while kernel_alive and reader.open:
         timeout = ledger.next_look_ms()
         if kernel is None:
             timeout = 1000 if timeout is None else min(timeout, 1000)  # no pidfd: check the parent now and then
@@ -83,9 +94,7 @@ def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
             events = poller.poll(0)
         for fd, _flags in events:
             if fd == 0:
-                data = os.read(0, 65536)
-                kernel_alive = kernel_alive and bool(data)
-                partial = ledger.apply(partial + data)
+                reader.read()
             elif fd == kernel:
                 kernel_alive = False
             else:
@@ -94,10 +103,13 @@ def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
             kernel_alive = False
         if kernel_alive:
             ledger.look()
-    ledger.apply(partial + _drain(0))  # a line cut short by the kernel's death is dropped
-    ended = end_sessions(ledger.session_ids, grace)
+    reader.drain()  # a line cut short by the kernel's death is dropped
+    if kernel is not None:
+        poller.unregister(kernel)
+    ended = end_sessions(ledger.unkept_ids, grace)
     for directory in ledger.journal_dirs:
         lifetime.remove_kernel_journals(directory)  # after the sessions: nothing writes to them any more
+    ended += _outlast_the_keeper(ledger, reader, grace)
     if ended:
         print(
             f"uexec guardian: kernel {kernel_pid} left {len(ledger.session_ids)} session(s) open; "
@@ -105,6 +117,66 @@ def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+KEEPER_MARGIN_S = 5.0
+"""How long past its grace a keeper may take to end its sessions before it counts as stalled."""
+
+
+def _outlast_the_keeper(ledger: "Ledger", reader: "_Lines", grace: float) -> int:
+    """With the kernel gone, wait while a keeper holds kept sessions; end them if it dies or stalls."""
+    deadline = time.monotonic() + (ledger.keeper_grace or 0.0) + KEEPER_MARGIN_S
+    while ledger.kept_ids and reader.open:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            _kill(ledger.keeper_pid)  # past its grace with sessions still held: it is stalled
+            break
+        look = ledger.next_look_ms()
+        timeout = int(remaining * 1000) + 1
+        for fd, _flags in ledger.poller.poll(timeout if look is None else min(look, timeout)):
+            if fd == 0:
+                reader.read()
+            else:
+                ledger.exited(fd)
+        ledger.look()
+    reader.drain()
+    return end_sessions(ledger.kept_ids, grace) if ledger.kept_ids else 0
+
+
+def _kill(pid: int | None) -> None:
+    pidfd = _open_pidfd(pid) if pid else None
+    if pidfd is None:
+        return
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)
+
+
+class _Lines:
+    """The pipe's lines, applied to the ledger as they come; `open` until its last writer closed it."""
+
+    def __init__(self, ledger: "Ledger"):
+        self._ledger = ledger
+        self._partial = b""
+        self.open = True
+
+    def read(self) -> None:
+        try:
+            data = os.read(0, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        self.open = bool(data)
+        self._partial = self._ledger.apply(self._partial + data)
+
+    def drain(self) -> None:
+        """What is still in the pipe, without waiting for writers that may never close it."""
+        self._partial = self._ledger.apply(self._partial + _drain(0))
+        os.set_blocking(0, True)
 
 
 def _settle() -> None:
@@ -169,36 +241,66 @@ class Ledger:
         self._session_of: dict[int, int] = {}  # pidfd -> session id
         self._looks: dict[int, tuple[float, int]] = {}  # session id -> (when, empty looks so far)
         self.journal_dirs: list[str] = []  # `J<hex path>`: removed after the sessions are ended
+        self.kept: set[int] = set()  # sessions a keeper holds (`*PID`): they outlive the kernel while it does
+        self.keeper_pid: int | None = None  # `P<pid>`
+        self.keeper_grace: float | None = None  # `G<seconds>`
+
+    @property
+    def poller(self) -> select.poll:
+        return self._poller
 
     @property
     def session_ids(self) -> list[int]:
         return list(self._held)
 
+    @property
+    def unkept_ids(self) -> list[int]:
+        return [session for session in self._held if session not in self.kept]
+
+    @property
+    def kept_ids(self) -> list[int]:
+        return [session for session in self._held if session in self.kept]
+
     def apply(self, data: bytes) -> bytes:
         """Act on the complete lines of `data`; returns the incomplete rest."""
         *lines, rest = data.split(b"\n")
         for line in lines:
-            if line[:1] == b"J":
+            kind = line[:1]
+            if kind == b"J":
                 try:
                     self.journal_dirs.append(os.fsdecode(bytes.fromhex(line[1:].decode("ascii"))))
                 except ValueError:
                     pass
                 continue
+            if kind == b"R":
+                for session in list(self.kept):
+                    self.forget(session)
+                continue
             try:
-                pid = int(line[1:])
+                number = float(line[1:]) if kind == b"G" else int(line[1:])
             except ValueError:
                 continue
-            if line[:1] == b"+":
-                self.watch(pid)
-            elif line[:1] == b"-":
-                self.forget(pid)
+            if kind == b"+":
+                self.kept.discard(number)  # a kept session whose keeper died: the kernel holds it now
+                self.watch(number)
+            elif kind == b"*":
+                self.watch(number, parent=self.keeper_pid)
+                if number in self._held:
+                    self.kept.add(number)
+            elif kind == b"-":
+                self.forget(number)
+            elif kind == b"P":
+                self.keeper_pid = number
+            elif kind == b"G":
+                self.keeper_grace = number
         return rest
 
-    def watch(self, leader: int) -> None:
+    def watch(self, leader: int, parent: int | None = None) -> None:
+        """`parent`: whose child the leader is (the kernel's, unless a keeper started it)."""
         if leader in self._held:
             return
         self._held[leader] = {}
-        pidfd = procs.open_member(leader, leader, parent=self.kernel_pid)
+        pidfd = procs.open_member(leader, leader, parent=parent or self.kernel_pid)
         if pidfd is None:
             self._looks[leader] = (time.monotonic() + LOOK_DELAY_S, 0)  # gone already, or no pidfds: look
         else:
@@ -208,6 +310,7 @@ class Ledger:
         for pidfd in self._held.pop(leader, {}):
             self._release(pidfd)
         self._looks.pop(leader, None)
+        self.kept.discard(leader)
 
     def exited(self, pidfd: int) -> None:
         session = self._session_of.get(pidfd)
@@ -243,6 +346,7 @@ class Ledger:
                 self._looks[session] = (now + LOOK_DELAY_S, 1)
             else:
                 del self._held[session]  # over: its id may be reused from now on
+                self.kept.discard(session)
 
     def _hold(self, session: int, pidfd: int, pid: int) -> None:
         self._held[session][pidfd] = pid

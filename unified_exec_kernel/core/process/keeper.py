@@ -26,6 +26,18 @@ kernel id. Why each choice:
   take-back awaits the keeper's answer (a future the socket's reader
   resolves), bounded by `TIMEOUT_S`; acks and the rest are one message each,
   never waited for.
+- A keeper that stops answering is a dead keeper: one state, not two. A
+  `ping` goes every `PING_S` while we are connected; no `pong` (or no answer
+  to a spawn or a take-back) within `TIMEOUT_S`, and the keeper is ended
+  (SIGKILL through a pidfd: its pid is the child's we spawned, or the one
+  SO_PEERCRED names, since the keeper itself listens) and counts as lost:
+  the manager then reads the sessions' terminals itself (it holds their
+  masters) and they end with this kernel. A keeper that comes back from a
+  SIGSTOP later finds itself gone, not two owners of one terminal.
+- Each kernel hands the keeper a copy of its guardian's pipe (`hello`, or
+  `guardian` when the guardian is replaced): the keeper tells that guardian
+  of every kept session, so a keeper that dies while no kernel holds them
+  does not leave them running (guardian_process.py).
 
 Sessions that are not kept never touch any of this.
 """
@@ -36,26 +48,39 @@ import asyncio
 import json
 import logging
 import os
+import select
+import shlex
+import shutil
 import signal
 import socket
+import struct
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..journal.lifetime import make_kernel_dir
-from .keeper_process import BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MAX_MESSAGE_BYTES
+from ..journal.lifetime import open_own_dir
+from .keeper_process import BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MANIFEST_SUFFIX, MAX_MESSAGE_BYTES
 from .guardian_process import ROOT
+from .procs import is_stopped
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 5.0
+END_S = 2.0
+"""How long a real shutdown gives the keeper to end (it takes milliseconds: the kernel ended the programs)."""
+PING_S = 2.0
+"""How often a connected keeper is asked whether it still answers (it has TIMEOUT_S to say so)."""
 DEFAULT_GRACE_S = 300.0
 _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
 class KeeperError(OSError):
     """The keeper could not be reached or refused: one line for the user."""
+
+
+class KeeperTimeout(KeeperError):
+    """The keeper did not answer in time: it is stalled, and is ended as if it had died."""
 
 
 @dataclass
@@ -94,9 +119,14 @@ class Keeper:
         self._sock: socket.socket | None = None
         self._pid: int | None = None  # the keeper, while it is our child
         self._exit_fd: int | None = None
+        self._keeper_fd: int | None = None  # a pidfd on the keeper we are connected to (to end it if it stalls)
+        self._keeper_pid: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_exit: Callable[[int, int | None], None] | None = None
-        self._on_lost: Callable[[], None] | None = None
+        self._on_lost: Callable[[str], None] | None = None
+        self._guardian_pipe: Callable[[], int | None] = lambda: None
+        self._ping: asyncio.TimerHandle | None = None
+        self._pong_due: float | None = None
         self._starting: asyncio.Future | None = None
         # Answers awaited, by what they answer: ("welcome", None), ("spawned", id) (also takes "failed").
         self._waiting: dict[tuple, asyncio.Future] = {}
@@ -110,9 +140,23 @@ class Keeper:
         """Told (session id, exit code) when a kept program exits: the keeper reaped it."""
         self._on_exit = callback
 
-    def on_lost(self, callback: Callable[[], None]) -> None:
-        """Told when the keeper went away while we were connected (killed): nothing is kept any more."""
+    def on_lost(self, callback: Callable[[str], None]) -> None:
+        """Told (why, one line) when the keeper went away or stalled while we were connected: nothing is kept any more."""
         self._on_lost = callback
+
+    def guarded_by(self, pipe: Callable[[], int | None]) -> None:
+        """`pipe()`: a copy of this kernel's guardian's pipe (ours to close after sending), or None."""
+        self._guardian_pipe = pipe
+
+    def new_guardian(self, pipe: int) -> None:
+        """This kernel's guardian was replaced: the keeper tells the new one (takes `pipe`)."""
+        try:
+            if self._sock is not None:
+                socket.send_fds(self._sock, [json.dumps({"op": "guardian"}).encode()], [pipe], socket.MSG_DONTWAIT)
+        except OSError:
+            pass  # a lost keeper shows as EOF on our reader
+        finally:
+            os.close(pipe)
 
     # -- starting, or taking back ------------------------------------------------------
 
@@ -128,16 +172,24 @@ class Keeper:
         except (OSError, asyncio.TimeoutError):
             sock.close()
             _unlink_stale(self.socket_path)
+            if os.path.exists(self.socket_path + MANIFEST_SUFFIX):  # it died holding sessions: its guardian ended them
+                raise KeeperError(f"the keeper of kept sessions had died; with it ended {self._lost_sessions()}") from None
             return []
+        self._keeper_pid, self._keeper_fd = _peer(sock)
         self._handed_back = []
         self._attach(sock)
         welcome, ready = self._expect(("welcome", None)), self._expect(("ready", None))
         try:
-            await self._send({"op": "hello", "token": self.token, "pid": os.getpid()})
+            await self._hello()
             self.journal_dir = (await self._answer(("welcome", None), welcome)).get("journal_dir")
             await self._answer(("ready", None), ready)
+            self._beat()
             return self._handed_back
-        except KeeperError:
+        except KeeperTimeout:
+            if self._end_stalled():
+                self.close()
+                raise KeeperError(f"the keeper of kept sessions did not answer in {TIMEOUT_S:g} s and was ended; "
+                                  f"with it ended {self._lost_sessions()}") from None
             self.close()
             raise
         finally:
@@ -147,17 +199,17 @@ class Keeper:
         """Start the keeper process with its listening socket and our connection to it."""
         # Made as a kernel's journal directory is, its owner lock handed to the keeper, which holds it
         # for its life: the next kernel's sweep removes it only once the keeper is gone.
-        self.journal_dir, lock = make_kernel_dir(self.journal_root, "kept")
+        # (After the sweep of dead ones: a keeper ended as stalled leaves its directory behind.)
+        self.journal_dir, lock = open_own_dir(self.journal_root, "kept")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             _unlink_stale(self.socket_path)
             old_mask = os.umask(0o177)
             try:
-                listener.bind(self.socket_path)
+                listener.bind(self.socket_path)  # the keeper listens (keeper_process.serve)
             finally:
                 os.umask(old_mask)
-            listener.listen(64)
             self._pid = os.posix_spawn(
                 self._python,
                 [self._python, "-I", "-S", "-c", BOOTSTRAP, ROOT, self.journal_dir, repr(self.grace)],
@@ -185,9 +237,31 @@ class Keeper:
         ours.setblocking(False)
         self._attach(ours)
         self._watch_child()
+        self._keeper_pid, self._keeper_fd = self._pid, _pidfd(self._pid)
         welcome = self._expect(("welcome", None))
-        await self._send({"op": "hello", "token": self.token, "pid": os.getpid()})
-        await self._answer(("welcome", None), welcome)
+        try:
+            await self._hello()
+            await self._answer(("welcome", None), welcome)
+        except KeeperError as error:
+            if isinstance(error, KeeperTimeout):
+                self._end_stalled()
+            self.close()
+            raise
+        self._beat()
+
+    async def _hello(self) -> None:
+        """The first message on a connection: the token, and a copy of our guardian's pipe."""
+        pipe = self._guardian_pipe()
+        if pipe is None:
+            await self._send({"op": "hello", "token": self.token, "pid": os.getpid()})
+            return
+        try:
+            socket.send_fds(self._sock, [json.dumps({"op": "hello", "token": self.token, "pid": os.getpid()}).encode()],
+                            [pipe], socket.MSG_DONTWAIT)
+        except OSError as error:
+            raise KeeperError(f"the keeper of kept sessions did not answer ({error})") from error
+        finally:
+            os.close(pipe)
 
     def _attach(self, sock: socket.socket) -> None:
         self._sock = sock
@@ -215,27 +289,40 @@ class Keeper:
     # -- kept sessions -------------------------------------------------------------------
 
     async def spawn(self, session_id: int, argv: Sequence[str], env: Mapping[str, str], *, cwd: str | None, rows: int,
-                    cols: int, handoff: str | None, meta: dict) -> KeptSpawn:
-        """Have the keeper start `argv` as a kept session. Raises OSError as spawning would."""
-        if self._sock is None:
-            if self._starting is None:
-                self._starting = asyncio.ensure_future(self._start())
-            try:
-                await asyncio.shield(self._starting)
-            finally:
-                if self._starting.done():
-                    self._starting = None
+                    cols: int, handoff: str | None, meta: dict, own_pid_in: Sequence[str] = ()) -> KeptSpawn:
+        """Have the keeper start `argv` as a kept session. Raises OSError as spawning would.
+        `own_pid_in`: environment variables that must hold the spawner's pid (the keeper's, then)."""
         message = {"op": "spawn", "id": session_id, "argv": list(argv), "env": dict(env), "cwd": cwd,
-                   "rows": rows, "cols": cols, "handoff": handoff, "meta": meta}
+                   "rows": rows, "cols": cols, "handoff": handoff, "meta": meta, "own_pid_in": list(own_pid_in)}
         if len(json.dumps(message)) > MAX_MESSAGE_BYTES:
             raise OSError(f"the command and its environment are too large for a kept session (at most {MAX_MESSAGE_BYTES:,} bytes)")
-        answer_to = ("spawned", session_id)
-        answer = self._expect(answer_to)
-        await self._send(message)
-        reply = await self._answer(answer_to, answer)
+        for attempt in (1, 2):
+            await self._connected()
+            answer_to = ("spawned", session_id)
+            answer = self._expect(answer_to)
+            try:
+                await self._send(message)
+                reply = await self._answer(answer_to, answer)
+                break
+            except KeeperTimeout as error:
+                # One that stalls is ended (its sessions come to this kernel) and a new one starts this.
+                if attempt == 2 or not self._end_stalled():
+                    raise
+                self._lost(f"did not answer ({error}) and was ended")
         if reply.get("op") == "failed":
             raise OSError(reply.get("errno", 0), reply.get("error", "the keeper could not start it"))
         return KeptSpawn(reply["pid"], *reply["fds"])
+
+    async def _connected(self) -> None:
+        if self._sock is not None:
+            return
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        try:
+            await asyncio.shield(self._starting)
+        finally:
+            if self._starting.done():
+                self._starting = None
 
     def ack(self, session_id: int, raw: int, clean: int, state: dict) -> None:
         """Output up to `raw` (the keeper's count) is in the journal, as cleaned output up to `clean`."""
@@ -254,8 +341,33 @@ class Keeper:
             except OSError:
                 pass
 
+    def end_blocking(self, timeout: float = END_S) -> None:
+        """`end_threadsafe`, then make sure: a keeper not gone within `timeout` (or stopped) is killed and
+        what it would have removed is removed. Blocks (a shutdown's control thread, never a loop)."""
+        self.end_threadsafe()
+        pidfd = self._keeper_fd
+        if pidfd is None:
+            return
+        try:
+            if not (self._keeper_pid and is_stopped(self._keeper_pid)) and select.select([pidfd], [], [], timeout)[0]:
+                return
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except (OSError, ValueError):
+            return
+        log.warning("uexec: the keeper of kept sessions did not end within %s s; it was killed", timeout)
+        _unlink(self.socket_path)
+        if self.journal_dir is not None:
+            shutil.rmtree(self.journal_dir, ignore_errors=True)
+
     def close(self) -> None:
         """Let go of the connection (the kernel ends: the keeper holds the sessions now)."""
+        if self._ping is not None:
+            self._ping.cancel()
+            self._ping = None
+        self._pong_due = None
+        if self._keeper_fd is not None:
+            os.close(self._keeper_fd)
+            self._keeper_fd = self._keeper_pid = None
         if self._sock is not None:
             if self._loop is not None and not self._loop.is_closed():
                 self._loop.remove_reader(self._sock.fileno())
@@ -272,6 +384,48 @@ class Keeper:
                 waiting.add_done_callback(asyncio.Future.exception)  # nobody may be awaiting it any more
         self._waiting.clear()
 
+    # -- a keeper that stalls ----------------------------------------------------------------
+
+    def _beat(self) -> None:
+        """Ask the keeper whether it answers; one that has not answered the last ask in time is ended."""
+        self._ping = None
+        if self._sock is None:
+            return
+        now = self._loop.time()
+        if self._pong_due is not None and now >= self._pong_due:
+            if self._end_stalled():
+                self._lost(f"stopped answering for {TIMEOUT_S:g} s and was ended")
+                return
+        if self._pong_due is None:
+            self._pong_due = now + TIMEOUT_S
+            self._post({"op": "ping"})
+        self._ping = self._loop.call_later(min(PING_S, max(0.05, self._pong_due - now)), self._beat)
+
+    def _lost_sessions(self) -> str:
+        """The sessions a stalled keeper held, as its manifest names them (it is read once, then removed)."""
+        path = self.socket_path + MANIFEST_SUFFIX
+        try:
+            with open(path, encoding="utf-8") as file:
+                sessions = json.load(file)["sessions"]
+            named = [f"{item['id']}" + (f" '{item['name']}'" if item.get("name") else "")
+                     + f" ({shlex.join(item.get('command') or [])})" for item in sessions]
+        except (OSError, ValueError, KeyError, TypeError):
+            named = []
+        _unlink(path)
+        return "kept session(s) " + ", ".join(named) if named else "the sessions it kept"
+
+    def _end_stalled(self) -> bool:
+        """Kill the keeper we are connected to (it does not answer); whether we could."""
+        if self._keeper_fd is None:
+            return False
+        try:
+            signal.pidfd_send_signal(self._keeper_fd, signal.SIGKILL)
+        except OSError:
+            return False
+        log.warning("uexec: the keeper of kept sessions does not answer; it was ended")
+        _unlink(self.socket_path)  # its socket is in the way of the next keeper's, even while it dies
+        return True
+
     # -- messages --------------------------------------------------------------------------
 
     async def _send(self, message: dict) -> None:
@@ -279,8 +433,10 @@ class Keeper:
             raise KeeperError("the keeper of kept sessions went away")
         try:
             await asyncio.wait_for(self._loop.sock_sendall(self._sock, json.dumps(message).encode()), TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError) as error:
-            raise KeeperError(f"the keeper of kept sessions did not answer ({error or 'timed out'})") from error
+        except asyncio.TimeoutError:
+            raise KeeperTimeout(f"the keeper of kept sessions did not read in {TIMEOUT_S:g} s") from None
+        except OSError as error:
+            raise KeeperError(f"the keeper of kept sessions did not answer ({error})") from error
 
     def _post(self, message: dict) -> None:
         if self._sock is None:
@@ -301,7 +457,7 @@ class Keeper:
         try:
             return await asyncio.wait_for(asyncio.shield(future), TIMEOUT_S)
         except asyncio.TimeoutError:
-            raise KeeperError("the keeper of kept sessions did not answer in time") from None
+            raise KeeperTimeout(f"the keeper of kept sessions did not answer in {TIMEOUT_S:g} s") from None
         finally:
             if self._waiting.get(key) is future:
                 del self._waiting[key]
@@ -318,7 +474,7 @@ class Keeper:
                 message, fds = None, []
             if message is None:
                 _close(fds)
-                self._lost()
+                self._lost("died")
                 return
             self._handle(message, fds)
 
@@ -337,6 +493,9 @@ class Keeper:
             if op == "spawned" and len(fds) == 2:
                 message = {**message, "fds": _nonblocking(fds)}
                 fds = []
+        elif op == "pong":
+            self._pong_due = None
+            return
         elif op in ("welcome", "ready", "refused"):
             key = ("welcome" if op == "refused" and ("welcome", None) in self._waiting else op, None)
         else:
@@ -357,11 +516,11 @@ class Keeper:
         else:
             future.set_result(message)
 
-    def _lost(self) -> None:
-        log.warning("uexec: the keeper of kept sessions went away; kept sessions cannot outlive this kernel now")
+    def _lost(self, why: str = "went away") -> None:
+        log.warning("uexec: the keeper of kept sessions: %s; its sessions end with this kernel now", why)
         self.close()
         if self._on_lost is not None:
-            self._on_lost()
+            self._on_lost(why)
 
 
 def _receive(sock: socket.socket, *, nonblocking: bool = False) -> tuple[dict | None, list[int]]:
@@ -381,6 +540,30 @@ def _nonblocking(fds: list[int]) -> tuple[int, int]:
 def _close(fds: list[int]) -> None:
     for fd in fds:
         os.close(fd)
+
+
+def _pidfd(pid: int | None) -> int | None:
+    try:
+        return os.pidfd_open(pid) if pid else None
+    except OSError:
+        return None
+
+
+def _peer(sock: socket.socket) -> tuple[int | None, int | None]:
+    """The pid of the process that listens on the socket we connected (the keeper, which called listen), and a pidfd on it."""
+    try:
+        credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None, None
+    pid, uid, _gid = struct.unpack("3i", credentials)
+    return (pid, _pidfd(pid)) if uid == os.geteuid() and pid > 0 else (None, None)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _unlink_stale(path: str) -> None:

@@ -25,12 +25,25 @@ What it does for every kept session, and why it must be this process:
 Keys and resizes never pass through here: the kernel writes the master it
 is handed (SCM_RIGHTS) directly, so typing costs no extra hop.
 
+The guardian (guardian_process.py) of the kernel connected now learns the
+kept sessions from here: each kernel hands over a copy of its guardian's
+pipe, and the keeper writes `P` (its pid), `G` (its grace), `*PID` for each
+kept session and `-PID` once one is over; when the next kernel takes the
+sessions back, the last kernel's guardian is told `R` and let go. So a kept
+program never depends on the keeper alone: if the keeper dies while no
+kernel holds its sessions, that guardian ends them. The keeper answers
+`ping` with `pong`: a kernel that gets no answer in time ends the keeper as
+stalled and takes its sessions over (keeper.py). What it holds is listed in
+a file beside its socket (`MANIFEST_SUFFIX`), so a next kernel that had to
+end a stalled keeper can say which sessions went with it.
+
 The control channel is a SOCK_SEQPACKET Unix socket: one JSON object per
 message, file descriptors attached to the message they belong to. Kernel
-to keeper: `hello` (first, with the token the first kernel set), `spawn`,
-`ack`, `forget`, `end`. Keeper to kernel: `welcome` (then one `session` per
-kept session, with its fds, then `ready`), `spawned` / `failed`, `exit`,
-`refused`.
+to keeper: `hello` (first, with the token the first kernel set, and its
+guardian's pipe if it has one), `guardian` (a new guardian's pipe), `spawn`,
+`ack`, `forget`, `ping`, `end`. Keeper to kernel: `welcome` (with its pid;
+then one `session` per kept session, with its fds, then `ready`), `spawned` /
+`failed`, `exit`, `pong`, `refused`.
 """
 
 from __future__ import annotations
@@ -67,6 +80,8 @@ for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_ke
 from unified_exec_kernel.core.process.keeper_process import serve
 sys.exit(serve(sys.argv[2], float(sys.argv[3])))
 """
+MANIFEST_SUFFIX = ".json"
+"""Beside the socket: {"pid", "sessions": [{"id", "name", "command"}]}, rewritten as they change."""
 LISTEN_FD = 0
 """The listening socket, bound by the kernel that starts the keeper (so no kernel waits for a bind)."""
 FIRST_KERNEL_FD = 3
@@ -109,6 +124,7 @@ class Keeper:
         self.kernel_pid = 0
         self.lost_at: float | None = time.monotonic()  # no kernel yet: the first one connects at once
         self.sessions: dict[int, Kept] = {}
+        self.guardian: int | None = None  # the write end of the connected kernel's guardian's pipe
         self.ending = False
         self.greeting: dict[int, tuple[socket.socket, float]] = {}  # connections whose hello has not come yet, and until when it may
         # Messages for the kernel not sent yet (its socket was full), with the fds they carry and
@@ -184,23 +200,25 @@ class Keeper:
     def _greet(self, connection: socket.socket) -> None:
         """A waiting connection spoke: its hello, or it is refused."""
         try:
-            hello = _receive(connection, nonblocking=True)[0]
+            hello, fds = _receive(connection, nonblocking=True)
         except BlockingIOError:
             return  # nothing yet after all: it waits on
         except (OSError, ValueError):
-            hello = None
+            hello, fds = None, []
         del self.greeting[connection.fileno()]
         if hello is None or hello.get("op") != "hello" or not self._token_ok(hello.get("token")):
             _send(connection, {"op": "refused", "why": "this kernel is not the one its sessions were kept for"})
             connection.close()
+            _close_all(fds)
             return
         if self.kernel is not None:
             self._from_kernel()  # it may have gone, its end not read yet: the new one may be its restart
         if self.kernel is not None:
             _send(connection, {"op": "refused", "why": f"kernel {self.kernel_pid} still holds these sessions"})
             connection.close()
+            _close_all(fds)
             return
-        self._connected(connection, hello=hello)
+        self._connected(connection, hello=hello, fds=fds)
 
     def _give_up_on_silent(self) -> None:
         now = time.monotonic()
@@ -212,23 +230,28 @@ class Keeper:
     def _token_ok(self, token) -> bool:
         return isinstance(token, str) and self.token is not None and hmac.compare_digest(token, self.token)
 
-    def _connected(self, connection: socket.socket, *, first_kernel: bool = False, hello: dict | None = None) -> None:
+    def _connected(self, connection: socket.socket, *, first_kernel: bool = False, hello: dict | None = None,
+                   fds: list[int] = ()) -> None:
         connection.settimeout(2.0)
         if first_kernel:
             try:
-                hello = _receive(connection)[0]
+                hello, fds = _receive(connection)
             except (OSError, ValueError):
                 hello = None
             if hello is None or hello.get("op") != "hello" or not isinstance(hello.get("token"), str):
+                _close_all(fds)
                 self.end("the kernel that started the keeper never said hello")
                 return
             self.token = hello["token"]
+        if fds:
+            self._guarded_by(fds[0])  # before anything else: the last kernel's guardian lets go only now
+            _close_all(fds[1:])
         # From here on never waited on: a read that finds nothing must return at once (a stale
         # event of a kernel that went may name this one's descriptor).
         connection.setblocking(False)
         self.kernel, self.kernel_pid, self.lost_at = connection, int(hello.get("pid") or 0), None
         sessions = list(self.sessions.values())
-        self._tell({"op": "welcome", "journal_dir": self.journal_dir, "sessions": len(sessions)})
+        self._tell({"op": "welcome", "journal_dir": self.journal_dir, "sessions": len(sessions), "pid": os.getpid()})
         for kept in sessions:
             kept.meta["restarts"] = kept.meta.get("restarts", 0) + 1
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -284,16 +307,36 @@ class Keeper:
                 return
             except (OSError, ValueError):
                 message, fds = None, []
-            for fd in fds:
-                os.close(fd)
             if message is None:
+                _close_all(fds)
                 self._lost_kernel()
                 return
+            if message.get("op") == "guardian" and fds:
+                self._guarded_by(fds.pop(0))
+            _close_all(fds)
             self._act(message)
+
+    def _guarded_by(self, pipe: int) -> None:
+        """Tell the connected kernel's guardian of every kept session, then let the last one go (`R`)."""
+        os.set_inheritable(pipe, False)  # received fds are inheritable: no program may hold the pipe
+        os.set_blocking(pipe, False)
+        previous, self.guardian = self.guardian, pipe
+        self._tell_guardian(b"P%d\nG%r\n" % (os.getpid(), self.grace)
+                            + b"".join(b"*%d\n" % kept.pid for kept in self.sessions.values() if not kept.reaped))
+        if previous is not None:
+            _write_line(previous, b"R\n")
+            os.close(previous)
+
+    def _tell_guardian(self, lines: bytes) -> None:
+        if self.guardian is not None and not _write_line(self.guardian, lines):
+            os.close(self.guardian)  # it is gone (or wedged, and its kernel replaces it): a new one is sent
+            self.guardian = None
 
     def _act(self, message: dict) -> None:
         op = message.get("op")
-        if op == "spawn":
+        if op == "ping":
+            self._tell({"op": "pong"})
+        elif op == "spawn":
             self._spawn(message)
         elif op == "ack":
             kept = self.sessions.get(message.get("id"))
@@ -303,6 +346,7 @@ class Keeper:
             kept = self.sessions.pop(message.get("id"), None)
             if kept is not None:
                 self._forget(kept)
+                self._write_manifest()
         elif op == "end":
             self.end("the kernel shut down")
 
@@ -311,13 +355,16 @@ class Keeper:
     def _spawn(self, message: dict) -> None:
         meta = dict(message.get("meta") or {})
         meta["id"] = message["id"]
+        env = dict(message["env"])
+        for name in message.get("own_pid_in") or ():
+            env[name] = str(os.getpid())  # we spawn it, not the kernel (the shell integration checks $PPID)
         cwd = message.get("cwd")
         handoff = message.get("handoff")
         try:
             if cwd is not None:
                 os.chdir(cwd)  # posix_spawn starts in ours (the keeper runs nothing else meanwhile)
             try:
-                spawned = spawn_pty(message["argv"], message["env"], message.get("rows", 24), message.get("cols", 80),
+                spawned = spawn_pty(message["argv"], env, message.get("rows", 24), message.get("cols", 80),
                                     "posix_spawn", handoff=None if handoff is None else handoff.encode())
             finally:
                 os.chdir("/")
@@ -325,10 +372,28 @@ class Keeper:
             self._tell({"op": "failed", "id": meta["id"], "errno": error.errno or errno.EIO, "error": error.strerror or str(error)})
             return
         kept = self.sessions[meta["id"]] = Kept(meta, spawned.pid, spawned.master_fd)
+        self._tell_guardian(b"*%d\n" % kept.pid)
+        self._write_manifest()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ours.setblocking(False)
         kept.out = ours
         self._tell({"op": "spawned", "id": kept.id, "pid": kept.pid}, [kept.master, theirs.fileno()], close=[theirs.detach()])
+
+    def _write_manifest(self) -> None:
+        path = self._manifest_path()
+        if path is None:
+            return
+        sessions = [{key: kept.meta.get(key) for key in ("id", "name", "command")} for kept in self.sessions.values()]
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as file:
+                json.dump({"pid": os.getpid(), "sessions": sessions}, file)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass  # only words for a kernel that finds us stalled: never worth failing for
+
+    def _manifest_path(self) -> str | None:
+        path = self.listener.getsockname()
+        return path + MANIFEST_SUFFIX if isinstance(path, str) and path else None
 
     def _acked(self, kept: Kept, message: dict) -> None:
         raw = min(message["raw"], kept.sent)
@@ -386,6 +451,7 @@ class Keeper:
             return
         kept.reaped = True
         kept.exit_code = os.waitstatus_to_exitcode(status)
+        self._tell_guardian(b"-%d\n" % kept.pid)
         if kept.pidfd is not None:
             os.close(kept.pidfd)
             kept.pidfd = None
@@ -399,6 +465,7 @@ class Keeper:
                 os.waitpid(kept.pid, 0)
             except ChildProcessError:
                 pass
+            self._tell_guardian(b"-%d\n" % kept.pid)
         for fd in (kept.pidfd, kept.master):
             if fd is not None:
                 os.close(fd)
@@ -429,11 +496,15 @@ class Keeper:
             for fd in (kept.pidfd, kept.master):
                 if fd is not None:
                     os.close(fd)
+        if self.guardian is not None:
+            os.close(self.guardian)  # every session is over: its guardian may go too
+            self.guardian = None
         path = self.listener.getsockname()
+        manifest = self._manifest_path()
         self.listener.close()
-        if isinstance(path, str) and path:
+        for name in (path, manifest) if isinstance(path, str) and path else ():
             try:
-                os.unlink(path)
+                os.unlink(name)
             except OSError:
                 pass
         shutil.rmtree(self.journal_dir, ignore_errors=True)
@@ -473,6 +544,22 @@ def _receive(connection: socket.socket, *, nonblocking: bool = False) -> tuple[d
     return message, fds
 
 
+def _write_line(pipe: int, data: bytes) -> bool:
+    """Whole lines to a guardian's pipe, never waiting; False if it is gone or full."""
+    try:
+        return os.write(pipe, data) == len(data)
+    except OSError:
+        return False
+
+
+def _close_all(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _pidfd(pid: int) -> int | None:
     try:
         return os.pidfd_open(pid)
@@ -499,6 +586,9 @@ def serve(journal_dir: str, grace: float) -> int:
         os.set_inheritable(fd, False)
     listener = socket.socket(fileno=LISTEN_FD)
     listener.setblocking(False)
+    # Listening here, not in the kernel that bound it: a kernel that connects learns whose socket
+    # it is (SO_PEERCRED names the process that called listen), and can end a keeper that stalls.
+    listener.listen(64)
     first = socket.socket(fileno=FIRST_KERNEL_FD)
     keeper = Keeper(journal_dir, grace, listener)
     try:

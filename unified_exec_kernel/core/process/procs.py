@@ -126,3 +126,14 @@ def signal_members(session_id: int, pids: Iterable[int], signals: Iterable[int])
 
 
 HANGUP_SIGNALS = (signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
+
+
+def is_stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, a tracer): its /proc state is T or t. A stopped helper of ours
+    is treated as a dead one (guardian.py, keeper.py): it would never act."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as stat_file:
+            stat = stat_file.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :][:1] in (b"T", b"t")

@@ -237,6 +237,23 @@ class Terminal:
             return False
         return not (local_modes & termios.ICANON and local_modes & termios.ECHO)
 
+    def read_master(self) -> None:
+        """Read the master itself from now on: a kept session whose keeper is gone (what it relayed is read first)."""
+        if self.released or self._out == self._fd:
+            return
+        while not self.eof:  # what the keeper sent before it went
+            before = self.raw_read
+            self._on_readable()
+            if self.raw_read == before:
+                break
+        if not self.eof and not self._pauses:
+            self._loop.remove_reader(self._out)
+        os.close(self._out)
+        self._out = self._fd
+        self.eof = False
+        if not self._pauses:
+            self._loop.add_reader(self._out, self._on_readable)
+
     def release(self) -> None:
         """Stop reading and writing and close the master fd (once)."""
         if self.released:

@@ -284,3 +284,46 @@ def test_kept_sessions_start_as_unkept_ones_do(runtime, tmp_path):
             assert seen[True][0] == (not shell.startswith("sh")), (shell, seen)  # integrated, as unkept, where there is any
     finally:
         kernel.shutdown()
+
+
+def test_a_guardian_and_keeper_killed_together_leave_the_kernel_in_charge(runtime):
+    """Both helpers die at once while the kernel lives: it reads the kept session itself, starts a new
+    guardian that knows it, and a kernel killed after that takes it along."""
+    kernel = Kernel()
+    try:
+        program = start_ticker(kernel)
+        keeper = keeper_of(program)
+        first = guardian_of(kernel)
+        keeper.kill()
+        first.kill()
+        table_saying(kernel, "no longer kept: its keeper died")
+        second = wait_for(lambda: next((g for g in [guardian_of_or_none(kernel)] if g is not None and g.pid != first.pid), None),
+                          what="a new guardian")
+        wait_for(lambda: program in held_by(second), what="the new guardian holds the program")
+        journal_grows(kernel)
+        kill_kernel(kernel)
+        assert gone([program, second.pid])
+    finally:
+        kernel.manager.shutdown_kernel(now=True)
+        kernel.client.stop_channels()
+
+
+def test_a_stalled_kernel_loses_nothing_of_a_kept_session(runtime):
+    """The kernel stopped for a while (the keeper reads on into its ring), then resumed: the journal has every line."""
+    kernel = Kernel()
+    try:
+        program = psutil.Process(start_ticker(kernel))
+        process = psutil.Process(kernel.pid)
+        process.suspend()
+        try:
+            wait_for(lambda: stopped(process), what="the kernel stopped")
+            switches = program.num_ctx_switches().voluntary
+            # The program goes on meanwhile (a loop turn is a few switches): twenty turns, at least.
+            wait_for(lambda: program.num_ctx_switches().voluntary > switches + 40, what="the program runs on")
+        finally:
+            process.resume()
+        journal_grows(kernel)
+        whole = ticks(kernel.run("%uexec_output tick --head 100000"))
+        assert whole == list(range(len(whole))), whole[-20:]
+    finally:
+        kernel.shutdown()

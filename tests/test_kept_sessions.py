@@ -27,8 +27,12 @@ from .kernel_ws import Channels
 from .server_process import JupyterServer
 from unified_exec_kernel.jupyter.keeping import keeper_socket
 
-COUNT = 400  # lines, one every 10 ms: the restart falls in the middle
-COUNTER = f"bash -c 'for i in $(seq 1 {COUNT}); do echo n$i; sleep 0.01; done'"
+COUNT = 400  # lines, one every 10 ms: the restart falls in the middle (or after: what is checked holds either way)
+
+
+def counter(go) -> str:
+    """Counts, then runs until the file `go` exists: still running after a restart however long it took."""
+    return f"bash -c 'for i in $(seq 1 {COUNT}); do echo n$i; sleep 0.01; done; until [ -e {go} ]; do sleep 0.02; done'"
 DEADLINE_S = 30
 
 
@@ -96,15 +100,15 @@ def restart(kernel: Kernel, how: str) -> None:
     kernel.client.wait_for_ready(timeout=60)
 
 
-def start_sessions(kernel: Kernel, shell: str = "bash") -> None:
-    kernel.run(f"%%uexec --keep --name count --timeout 200\n{COUNTER}")
+def start_sessions(kernel: Kernel, go, shell: str = "bash") -> None:
+    kernel.run(f"%%uexec --keep --name count --timeout 200\n{counter(go)}")
     kernel.run(f"%%uexec --keep --name sh\n{shell} -i")
     kernel.run("%uexec -s sh cd /tmp && export KEPT=yes")
     kernel.run("%%uexec --keep --name brief --timeout 0\nbash -c 'sleep 0.3; exit 7'")
     kernel.run("%%uexec --name plain --timeout 0\nsleep 300")
 
 
-def check_after_restart(kernel: Kernel, plain_pid: int) -> None:
+def check_after_restart(kernel: Kernel, plain_pid: int, go) -> None:
     listed = kernel.run("%uexec_sessions")
     assert re.search(r"count .*running \(kept, 1 restart\)", listed), listed
     assert re.search(r"sh .*running \(kept, 1 restart\)", listed), listed
@@ -112,6 +116,7 @@ def check_after_restart(kernel: Kernel, plain_pid: int) -> None:
     typed = kernel.run('%uexec -s sh echo "$PWD $KEPT"; (exit 3)')
     assert "/tmp yes" in typed and "command exited with code 3" in typed, typed
     assert "exited with code 7" in kernel.run("%uexec -s brief -t 10000")
+    go.touch()
     assert "exited with code 0" in kernel.run("%uexec -s count -t 30000")
     journal = kernel.run(f"%uexec_output count --head {COUNT + 10}")
     assert counted(journal) == list(range(1, COUNT + 1)), journal[-400:]
@@ -122,10 +127,10 @@ def check_after_restart(kernel: Kernel, plain_pid: int) -> None:
 def test_kept_sessions_come_back_after_a_restart_with_nothing_lost(runtime, how):
     kernel = Kernel()
     try:
-        start_sessions(kernel)
+        start_sessions(kernel, runtime / "go")
         plain = session_pids(kernel)["plain"]
         restart(kernel, how)
-        check_after_restart(kernel, plain)
+        check_after_restart(kernel, plain, runtime / "go")
     finally:
         kernel.shutdown()
 
@@ -135,10 +140,10 @@ def test_a_kept_zsh_keeps_its_integration_across_a_restart(runtime):
         pytest.skip("zsh is not installed")
     kernel = Kernel()
     try:
-        start_sessions(kernel, "zsh")
+        start_sessions(kernel, runtime / "go", "zsh")
         plain = session_pids(kernel)["plain"]
         restart(kernel, "graceful")
-        check_after_restart(kernel, plain)
+        check_after_restart(kernel, plain, runtime / "go")
     finally:
         kernel.shutdown()
 
@@ -261,7 +266,7 @@ def test_the_servers_restart_brings_kept_sessions_back(tmp_path):
         url = f"{server.ws}api/kernels/{kernel_id}/channels"
         channels = await Channels.connect(url, server.token)
         try:
-            await channels.execute(f"%%uexec --keep --name count --timeout 200\n{COUNTER}", timeout=30)
+            await channels.execute(f"%%uexec --keep --name count --timeout 200\n{counter(tmp_path / 'go')}", timeout=30)
         finally:
             channels.close()
         server.api("POST", f"api/kernels/{kernel_id}/restart")
@@ -269,6 +274,7 @@ def test_the_servers_restart_brings_kept_sessions_back(tmp_path):
         try:
             _, listed = await channels.execute("%uexec_sessions", timeout=30)
             assert re.search(r"count .*\(kept, 1 restart\)", listed), listed
+            (tmp_path / "go").touch()
             _, done = await channels.execute("%uexec -s count -t 30000", timeout=40)
             assert "exited with code 0" in done, done
             _, journal = await channels.execute(f"%uexec_output count --head {COUNT + 10}", timeout=30)

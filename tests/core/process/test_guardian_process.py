@@ -182,3 +182,80 @@ def test_lines_cut_short_are_kept_for_the_next_read():
     rest = ledger.apply(b"+%d\n-%d\n+98" % (NO_SUCH_PID, NO_SUCH_PID))
     assert rest == b"+98" and ledger.session_ids == []
     assert ledger.apply(b"garbage\n\n+x\n") == b""
+
+
+def test_kept_sessions_are_apart_until_the_kernel_takes_them_over():
+    """`*PID` (from the keeper, its child) is kept; `+PID` makes it the kernel's again; `R` lets kept ones go."""
+    poller = select.poll()
+    ledger = Ledger(kernel_pid=NO_SUCH_PID, poller=poller)  # the sessions are this test's children: the "keeper"
+    kept, other = start_session("sleep 300"), start_session("sleep 300")
+    try:
+        ledger.apply(b"P%d\nG2.5\n*%d\n*%d\n" % (os.getpid(), kept.pid, other.pid))
+        assert (ledger.keeper_pid, ledger.keeper_grace) == (os.getpid(), 2.5)
+        assert sorted(ledger.kept_ids) == sorted([kept.pid, other.pid]) and ledger.unkept_ids == []
+        assert ledger._held[kept.pid]  # held by pidfd: the keeper is their parent
+        ledger.apply(b"+%d\n" % kept.pid)  # its keeper died: the kernel holds it now
+        assert ledger.unkept_ids == [kept.pid] and ledger.kept_ids == [other.pid]
+        ledger.apply(b"R\n")  # the next kernel's guardian has the kept ones
+        assert ledger.session_ids == [kept.pid]
+    finally:
+        cleanup(kept, other)
+
+
+GUARDIAN_AT_KERNEL_END = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    from unified_exec_kernel.core.process.guardian import Guardian
+    # A stand-in kernel: it spawns a guardian, tells it a "keeper" (this process's child) holds a
+    # kept session, hands the pipe to that keeper, then dies; the test plays the keeper's part.
+    import asyncio
+
+    async def main():
+        guardian = Guardian(asyncio.get_running_loop())
+        pipe = guardian.share()
+        keeper = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(pipe)], pass_fds=[pipe], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        os.close(pipe)
+        print(guardian.pid, keeper.pid, keeper.stdout.readline().decode().strip(), flush=True)
+        await asyncio.sleep(300)
+
+    asyncio.run(main())
+    """
+)
+KEEPER_STAND_IN = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    pipe = int(sys.argv[1])
+    program = subprocess.Popen(["bash", "-c", "trap '' HUP TERM; sleep 300 & wait"], start_new_session=True)
+    os.write(pipe, b"P%d\\nG1.0\\n*%d\\n" % (os.getpid(), program.pid))
+    print(program.pid, flush=True)
+    sys.stdin.read()  # until the test ends us: while we live the kept session is ours
+    """
+)
+
+
+@pytest.mark.parametrize("keeper_end", ["dies", "stalls"])
+def test_the_guardian_ends_kept_sessions_when_their_keeper_is_gone_after_the_kernel(keeper_end):
+    kernel = subprocess.Popen([sys.executable, "-c", GUARDIAN_AT_KERNEL_END, KEEPER_STAND_IN], stdout=subprocess.PIPE, text=True)
+    program = keeper = None
+    try:
+        guardian_pid, keeper_pid, program = map(int, kernel.stdout.readline().split())
+        keeper = psutil.Process(keeper_pid)
+        os.kill(kernel.pid, signal.SIGKILL)
+        kernel.wait(DEADLINE_S)
+        guardian = psutil.Process(guardian_pid)
+        time.sleep(0.3)  # not a race: at any moment after the kernel's death the kept session must live on
+        assert members(program) != [], "a kept session was ended with its kernel while its keeper lives"
+        if keeper_end == "dies":
+            keeper.kill()
+        else:
+            keeper.suspend()  # for good: the guardian ends it after its grace (1 s) and the margin
+        wait_until(lambda: members(program) == [], timeout=DEADLINE_S + 10)
+        wait_until(lambda: not guardian.is_running() or guardian.status() == psutil.STATUS_ZOMBIE)
+        assert not keeper.is_running() or keeper.status() == psutil.STATUS_ZOMBIE
+    finally:
+        kernel.kill()
+        kernel.wait(DEADLINE_S)
+        if keeper is not None:
+            kill_processes([keeper])
+        if program is not None:
+            kill_processes([psutil.Process(pid) for pid in members(program)])

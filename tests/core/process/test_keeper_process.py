@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import time
 
@@ -9,6 +11,7 @@ import pytest
 
 from unified_exec_kernel.core.process.keeper import KeeperError
 
+from ..stubborn import async_wait_until
 from .test_keeper import TOKEN, Place, keepers, let_go, place  # noqa: F401 - the fixture
 
 
@@ -66,3 +69,50 @@ async def test_a_hello_with_a_bad_message_is_refused_not_fatal(place):
         assert len(keepers(place)) == 1
     finally:
         await second.close_all()
+
+
+async def test_the_keeper_lists_what_it_holds_beside_its_socket(place):
+    """The manifest: what a next kernel names when it had to end a keeper that stopped answering."""
+    kernel = place.kernel()
+    try:
+        await kernel.start(["sleep", "60"], keep=True, name="nap", timeout_ms=0)
+        manifest = place.socket + ".json"
+        listed = await async_wait_until(lambda: os.path.exists(manifest) and json.load(open(manifest))["sessions"])
+        assert listed == [{"id": 0, "name": "nap", "command": ["sleep", "60"]}]
+    finally:
+        await kernel.close_all()
+    await async_wait_until(lambda: not os.path.exists(manifest) and not keepers(place))
+
+
+async def test_a_keeper_that_stops_answering_a_spawn_is_ended_and_a_new_one_starts_it(place):
+    """A stall is a death: the first session comes to the kernel (read by it, no longer kept), the
+    new one starts under a new keeper, and nothing waits longer than one answer's timeout."""
+    kernel = place.kernel()
+    try:
+        await kernel.start(["bash", "-c", "trap '' HUP TERM; while :; do echo tick; sleep 0.05; done"], keep=True, name="tick", timeout_ms=0)
+        (stalled,) = keepers(place)
+        stalled.suspend()
+        result = await kernel.start(["sleep", "60"], keep=True, name="nap", timeout_ms=0)
+        assert result.session_id is not None
+        tick, nap = kernel.session("tick"), kernel.session("nap")
+        assert not tick.kept and "its keeper did not answer" in tick.note and nap.kept
+        assert [process.pid for process in keepers(place)] != [stalled.pid]
+        before = tick.offset
+        await async_wait_until(lambda: tick.offset > before + 100)  # read by the kernel itself now
+    finally:
+        await kernel.close_all()
+
+
+async def test_a_dead_keeper_s_sessions_are_read_by_the_kernel_and_typed_into(place):
+    kernel = place.kernel()
+    try:
+        await kernel.start(["bash", "--norc", "-i"], keep=True, name="sh", timeout_ms=10_000)
+        keepers(place)[0].kill()
+        session = kernel.session("sh")
+        await async_wait_until(lambda: not session.kept)
+        assert session.note == "no longer kept: its keeper died"
+        result = await kernel.write("sh", "echo still-$((40 + 2))\n", timeout_ms=10_000)
+        assert "still-42" in result.output and result.command_exit_code == 0, result
+        assert "is no longer kept: its keeper died" in result.output
+    finally:
+        await kernel.close_all()

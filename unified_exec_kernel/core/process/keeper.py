@@ -304,11 +304,11 @@ class Keeper:
                 await self._send(message)
                 reply = await self._answer(answer_to, answer)
                 break
-            except KeeperTimeout as error:
+            except KeeperTimeout:
                 # One that stalls is ended (its sessions come to this kernel) and a new one starts this.
                 if attempt == 2 or not self._end_stalled():
                     raise
-                self._lost(f"did not answer ({error}) and was ended")
+                self._lost(f"did not answer in {TIMEOUT_S:g} s and was ended")
         if reply.get("op") == "failed":
             raise OSError(reply.get("errno", 0), reply.get("error", "the keeper could not start it"))
         return KeptSpawn(reply["pid"], *reply["fds"])
@@ -393,9 +393,9 @@ class Keeper:
             return
         now = self._loop.time()
         if self._pong_due is not None and now >= self._pong_due:
-            if self._end_stalled():
-                self._lost(f"stopped answering for {TIMEOUT_S:g} s and was ended")
-                return
+            self._end_stalled()
+            self._lost(f"stopped answering for {TIMEOUT_S:g} s and was ended")
+            return
         if self._pong_due is None:
             self._pong_due = now + TIMEOUT_S
             self._post({"op": "ping"})

@@ -22,6 +22,8 @@ from __future__ import annotations
 import os
 import queue
 import random
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -553,6 +555,48 @@ def restart(rounds: int = 5) -> dict:
             "last": last, "lines": lines, "rounds": rounds}
 
 
+def dead_keeper(rounds: int = 3) -> dict:
+    """A kept program writing as fast as it can when its keeper is killed while the kernel lives: how long
+    until the kernel reads it itself and says so, and what its journal lost (what the keeper had read and
+    not relayed: the figure a person is told may be missing); then Restart Kernel with that session, no
+    longer kept, against a plain restart in the same round."""
+    takeover, lost, through, bare = [], [], [], []
+    for _ in range(rounds):
+        kernel, plain = Kernel("uexec"), Kernel("uexec")
+        fast = _Writer(100, 0, 64)
+        try:
+            plain.check("%uexec_sessions")
+            kernel.check(f"%%uexec --keep --name fast -t 0\n{fast.command}")
+            while fast.written() < 1000:
+                time.sleep(0.05)
+            program = int(kernel.check(f"{_LIST}; print(_sessions[0].pid)").last_text)
+            with open(f"/proc/{program}/stat", "rb") as stat:
+                keeper = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            began = time.perf_counter()
+            os.kill(keeper, signal.SIGKILL)
+            while "no longer kept" not in kernel.check("%uexec_sessions").last_text:
+                pass
+            takeover.append(time.perf_counter() - began)
+            kernel.check("%uexec_kill fast --signal TERM")
+            kernel.check("%uexec -s fast -t 60000")
+            tail = kernel.check("%uexec_output fast --tail 1").last_text
+            last = int(re.search(r"^(\d{8}) ", tail, re.M).group(1))
+            lines = int(re.search(r"of ([\d,]+)", tail).group(1).replace(",", ""))
+            lost.append(last - lines)
+            kernel.check("%%uexec --name sh\nbash -i")  # one running session through the restart, as the plain kernel has none
+            bare.append(_restart_until_listed(plain, "no uexec sessions"))
+            through.append(_restart_until_listed(kernel, "no uexec sessions"))
+        finally:
+            plain.close()
+            kernel.close()
+    return {"takeover": statistics.median(takeover), "lost": max(lost), "through": statistics.median(through),
+            "bare": statistics.median(bare), "rounds": rounds}
+
+
+_LIST = ("from unified_exec_kernel.jupyter import current as _c; "
+         "_sessions = _c.bridge_of(get_ipython()).call(_c.manager_of(get_ipython()).list_sessions)")
+
+
 def startup(runs: int = 5) -> dict:
     """Start and restart of a uexec kernel against the stock python3 kernel, interleaved, as a front end waits.
 
@@ -630,7 +674,7 @@ def startup(runs: int = 5) -> dict:
     return {name: {what: sorted(values) for what, values in figures.items()} for name, figures in times.items()} | {"runs": runs}
 
 
-CASES = {"startup": startup, "round_trip": round_trip, "typed": typed, "tour": tour, "flood": flood, "interrupt": interrupt, "render": render, "busy": busy, "restart": restart}
+CASES = {"startup": startup, "round_trip": round_trip, "typed": typed, "tour": tour, "flood": flood, "interrupt": interrupt, "render": render, "busy": busy, "restart": restart, "dead_keeper": dead_keeper}
 
 
 # -- report ----------------------------------------------------------------------
@@ -733,6 +777,15 @@ def report_restart(f: dict) -> None:
     )
 
 
+def report_dead_keeper(f: dict) -> None:
+    print(
+        f"dead keeper: the kernel reads a kept flood itself and says so {f['takeover'] * 1000:.0f} ms after its keeper's "
+        f"SIGKILL; its journal lost at most {f['lost']:,} lines (what the keeper held unrelayed; the journal's chapter "
+        f"says so); Restart Kernel after it {f['through'] * 1000:.0f} ms vs {f['bare'] * 1000:.0f} ms with no sessions "
+        f"= {f['through'] / f['bare']:.2f}x (goal <= 1.2x) (medians of {f['rounds']})"
+    )
+
+
 def report_startup(f: dict) -> None:
     for what in ("start", "restart"):
         ours, stock = (statistics.median(f[name][what]) for name in ("uexec", "python3"))
@@ -748,6 +801,7 @@ def report_startup(f: dict) -> None:
 REPORTS = {
     "startup": report_startup,
     "restart": report_restart,
+    "dead_keeper": report_dead_keeper,
     "busy": report_busy,
     "round_trip": report_round_trip,
     "typed": report_typed,

@@ -126,6 +126,7 @@ class Keeper:
         self._on_lost: Callable[[str], None] | None = None
         self._guardian_pipe: Callable[[], int | None] = lambda: None
         self._ping: asyncio.TimerHandle | None = None
+        self._welcomed = False  # this connection was served (a take-back or a start went through)
         self._pong_due: float | None = None
         self._starting: asyncio.Future | None = None
         # Answers awaited, by what they answer: ("welcome", None), ("spawned", id) (also takes "failed").
@@ -183,6 +184,7 @@ class Keeper:
             await self._hello()
             self.journal_dir = (await self._answer(("welcome", None), welcome)).get("journal_dir")
             await self._answer(("ready", None), ready)
+            self._welcomed = True
             self._beat()
             return self._handed_back
         except KeeperTimeout:
@@ -247,6 +249,7 @@ class Keeper:
                 self._end_stalled()
             self.close()
             raise
+        self._welcomed = True
         self._beat()
 
     async def _hello(self) -> None:
@@ -518,7 +521,11 @@ class Keeper:
 
     def _lost(self, why: str = "went away") -> None:
         log.warning("uexec: the keeper of kept sessions: %s; its sessions end with this kernel now", why)
+        welcomed, self._welcomed = self._welcomed, False
         self.close()
+        if welcomed:  # it served us, so it is ours to clear (its sessions are this kernel's now); not a refusal's end
+            for leftover in (self.socket_path, self.socket_path + MANIFEST_SUFFIX):
+                _unlink(leftover)
         if self._on_lost is not None:
             self._on_lost(why)
 

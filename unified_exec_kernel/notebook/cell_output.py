@@ -162,14 +162,14 @@ _ENDINGS = {"command": "", "input": "waits for input (no end from the shell)", "
 
 
 def _render_with_the_cut(output: str) -> str:
-    """`_render` of a result's output, the engine's cut marker in it drawn as the ASCII it stands in for.
+    """`_render` of a result's output, its cut marker drawn through an ASCII stand-in.
 
     The marker's `…` is the only thing outside ASCII in a flood's output, and
     it denied the whole text the renderer's plain path: ~130 KB went through
     the terminal parser at the end of every cut cell (0.1-0.2 s of a
     2-million-line flood's 0.9 s). A stand-in of the same width (`~` for
     `…`), in text with no escape before it, changes nothing a terminal would
-    do, so the result is the same text.
+    do, so the result is the same text (the parser draws the rest as before).
     """
     cut = _TOKENS_MARKER.search(output)
     head, tail = (output, "") if cut is None else (output[: cut.start()], output[cut.end() :])

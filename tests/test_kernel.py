@@ -148,3 +148,45 @@ def test_a_started_kernel_has_its_comm_target_and_none_of_what_only_a_live_view_
         assert kernel.run("%uexec_output lazy --head 0").startswith("[session lazy")
     finally:
         kernel.shutdown()
+
+
+# A module nothing else refers to goes when the interpreter's teardown empties sys.modules, its
+# object with it: its __del__ sees what that teardown is about to collect.
+TEARDOWN_PROBE = """
+import gc, sys, types
+class _Probe:
+    def __del__(self, gc=gc, open=open, path={path!r}):
+        with open(path, "w") as file:
+            file.write(str(gc.get_freeze_count()))
+_module = types.ModuleType("uexec_teardown_probe")
+_module.probe = _Probe()
+sys.modules["uexec_teardown_probe"] = _module
+del _module, _Probe
+"""
+
+# A cycle with a finalizer, left in the user's namespace: IPython's exit clears the namespace,
+# and only a collection after that runs the finalizer.
+CYCLE_WITH_FINALIZER = """
+class Node:
+    def __del__(self, path={path!r}):
+        with open(path, "w") as file:
+            file.write("finalized")
+node = Node()
+node.me = node
+"""
+
+
+def test_a_restarting_kernel_finalizes_what_a_cell_left_and_leaves_its_teardown_no_heap_to_collect(tmp_path):
+    # CPython's teardown ran full collections over the ~60,000 live objects: ~250 ms of each
+    # Restart Kernel. The heap is frozen at exit, after one last collection: the teardown's
+    # collections skip it, and a cycle a cell left is finalized all the same.
+    probe, finalized = tmp_path / "freeze-count", tmp_path / "finalized"
+    kernel = Kernel("uexec")
+    try:
+        kernel.run(TEARDOWN_PROBE.format(path=str(probe)) + CYCLE_WITH_FINALIZER.format(path=str(finalized)))
+        kernel.shutdown(restart=True)
+        assert finalized.read_text() == "finalized"
+        assert probe.exists(), "the probe module was not torn down"
+        assert int(probe.read_text()) > 10_000
+    finally:
+        kernel.shutdown()

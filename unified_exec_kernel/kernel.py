@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
+
 from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
@@ -15,6 +18,7 @@ class UnifiedExecKernel(IPythonKernel):
     banner = "Python (uexec): %%uexec starts and drives long-lived terminal sessions"
 
     def __init__(self, **kwargs):
+        atexit.register(_collect_then_freeze)  # before the shell's: runs after IPython's own exit work
         super().__init__(**kwargs)
         self.shell.extension_manager.load_extension("unified_exec_kernel")
 
@@ -25,3 +29,18 @@ class UnifiedExecKernel(IPythonKernel):
         if manager is not None:
             end_sessions(manager, current.bridge_of(self.shell), restart=restart)
         return super().do_shutdown(restart)
+
+
+def _collect_then_freeze() -> None:
+    """Spare the exiting interpreter its collections over the live heap.
+
+    CPython's teardown runs full collections over every object still alive
+    (~60,000 in a kernel): ~250 ms of each restart's exit, 35-40% of Restart
+    Kernel, and more for this kernel than for the stock one, whose heap is
+    smaller. Here, after the sessions, journals, engine thread and IPython's
+    reset of the user namespace, what is garbage is collected once (its
+    finalizers run, as at any exit) and the rest is frozen: the teardown's
+    collections skip it, and the system frees the memory.
+    """
+    gc.collect()
+    gc.freeze()

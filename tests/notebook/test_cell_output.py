@@ -62,3 +62,46 @@ def test_status_line_of_a_cut_output_says_where_the_middle_is():
 def test_status_line_says_output_is_paused_and_how_to_resume_it():
     paused = UnifiedExecResult(3, "", wall_time=0.3, ended_by="paused")
     assert status_line(paused) == "[session 3 running · output paused (Ctrl+S, XOFF) · Ctrl+Q resumes it: %uexec -s 3 --keys C-q · 0.30 s]"
+
+
+def _seq_flood_cut(lines: int = 200_000) -> str:
+    from unified_exec_kernel.core.output.truncate import truncate_middle
+
+    return truncate_middle("".join(f"{n}\r\n" for n in range(1, lines + 1)), 128 * 1024)[0]
+
+
+def test_a_cut_flood_is_drawn_without_the_terminal_parser(monkeypatch):
+    # The cut marker's … was the only character beyond ASCII in a flood's output, and sent all of
+    # it (~130 KB) through pyte's parser at the end of the cell: 0.1-0.2 s of a 2-million-line
+    # flood. Drawn as the same text, without the parser.
+    import pyte
+
+    from unified_exec_kernel.notebook.cell_output import CellOutput
+    from unified_exec_kernel.screen.render import render_terminal_text
+
+    output = _seq_flood_cut()
+    assert "tokens truncated…" in output and not output.isascii()
+    whole = render_terminal_text(output)  # what the parser draws
+    fed = []
+    feed = pyte.Stream.feed
+    monkeypatch.setattr(pyte.Stream, "feed", lambda stream, data: (fed.append(len(data)), feed(stream, data))[1])
+    shown = CellOutput.rendered(UnifiedExecResult(None, output, exit_code=0)).output
+    assert shown == whole and "…" in shown
+    assert fed == []
+
+
+def test_a_cut_output_is_drawn_as_the_parser_draws_it_whatever_it_holds():
+    # Escapes, lone CRs, wide and combining characters, a cut inside an escape: the same text as
+    # the whole output through the parser, marker and all.
+    import random
+
+    from unified_exec_kernel.core.output.truncate import truncate_middle
+    from unified_exec_kernel.notebook.cell_output import CellOutput
+    from unified_exec_kernel.screen.render import render_terminal_text
+
+    pieces = ["a", "b", " ", "\r\n", "\r", "\n", "\b", "\t", "\x1b[A", "\x1b[31m", "\x1b[0m", "\x1b[2K", "\x1b[", "ü", "字", "e\u0301", "\x07", "\x1b[5D", "~"]
+    rng = random.Random(34)
+    for _ in range(400):
+        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        output, _ = truncate_middle(sample * rng.randint(1, 200), rng.randint(40, 2000))
+        assert CellOutput.rendered(UnifiedExecResult(None, output)).output == render_terminal_text(output), repr(sample)

@@ -99,9 +99,9 @@ export function sessionLabel(info: { session_id: number; name?: string | null })
  * "kept", "kept, 2 restarts": a kept session says so, and how many kernel
  * restarts it has lived through, as `%uexec_sessions` does; "" otherwise.
  */
-export function keptLabel(info: { kept?: boolean; restarts?: number }): string {
+export function keptLabel(info: { kept?: boolean; restarts?: number; note?: string }): string {
   if (!info.kept) {
-    return '';
+    return info.note ?? ''; // e.g. 'no longer kept: its keeper died' (docs/architecture.md, the failure matrix)
   }
   const restarts = info.restarts ?? 0;
   return restarts ? `kept, ${restarts} restart${restarts === 1 ? '' : 's'}` : 'kept';

@@ -103,6 +103,8 @@ export interface SessionInfo {
   kept?: boolean;
   /** How many kernel restarts it has lived through. */
   restarts?: number;
+  /** What a person should know beside its state, one line (its keeper died: no longer kept). */
+  note?: string;
 }
 
 export interface SessionsMessage {

@@ -59,4 +59,6 @@ test('a kept session says so, with the restarts it lived through, as %uexec_sess
   assert.equal(keptLabel({ kept: true, restarts: 0 }), 'kept');
   assert.equal(keptLabel({ kept: true, restarts: 1 }), 'kept, 1 restart');
   assert.equal(keptLabel({ kept: true, restarts: 3 }), 'kept, 3 restarts');
+  // A session whose keeper died says so where 'kept' stood.
+  assert.equal(keptLabel({ kept: false, restarts: 1, note: 'no longer kept: its keeper died' }), 'no longer kept: its keeper died');
 });

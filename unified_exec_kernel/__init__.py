@@ -1,7 +1,9 @@
 """unified-exec-kernel: long-lived PTY sessions inside a Jupyter kernel.
 
 The engine (`unified_exec_kernel.core`) is importable without Jupyter; the
-notebook faces load with `%load_ext unified_exec_kernel`.
+notebook faces load with `%load_ext unified_exec_kernel`; `sessions` is the
+same from Python code (`from unified_exec_kernel import sessions`), imported
+when first asked for.
 """
 
 from .core.output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES, OutputBuffer
@@ -35,9 +37,19 @@ __all__ = [
     "WriteToStdinError",
     "__version__",
     "load_ipython_extension",
+    "sessions",
     "truncate_middle",
     "unload_ipython_extension",
 ]
+
+
+def __getattr__(name: str):
+    # `sessions` imports IPython: not for a program that only wants the engine.
+    if name == "sessions":
+        from .notebook import sessions
+
+        return sessions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _jupyter_server_extension_points():

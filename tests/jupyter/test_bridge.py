@@ -123,3 +123,23 @@ def test_stop_joins_the_thread_and_the_bridge_can_start_it_again(bridge):
     bridge.call(lambda: None)
     assert bridge.stop() is True and not bridge.engine.running
     assert bridge.call(on_engine) is True
+
+
+async def test_to_caller_runs_the_callback_on_the_loop_that_asked_in_the_engines_context(bridge):
+    deliver = bridge.to_caller()
+    arrived = asyncio.get_running_loop().create_future()
+
+    def engine_side():
+        PARENT.set("engine-side")
+        deliver(lambda: arrived.set_result((threading.current_thread() is threading.main_thread(), PARENT.get())))
+
+    await bridge.run(engine_side)
+    assert await asyncio.wait_for(arrived, 10) == (True, "engine-side")
+
+
+def test_to_caller_drops_what_comes_after_its_loop_closed(bridge):
+    async def ask():
+        return bridge.to_caller()
+
+    deliver = asyncio.run(ask())  # its loop is closed once this returns
+    bridge.call(deliver, lambda: None)  # no error on the engine's thread, nothing to run it

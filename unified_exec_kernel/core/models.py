@@ -7,7 +7,7 @@ These small types are the documentation of the engine's contract; the faces
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 DEFAULT_TIMEOUT_MS = 1_000
 MAX_TIMEOUT_MS = 60_000
@@ -74,6 +74,25 @@ class UnifiedExecResult:
     # Set when `output` was cut and the session has a journal: (its name or id, start, end), the
     # output offsets of everything this request collected (`%uexec_output KEY --bytes START:END`).
     journal_range: tuple[int | str, int, int] | None = None
+
+    @property
+    def timed_out(self) -> bool:
+        """The wait ran to its timeout: the program (or the typed command) was not done by then."""
+        return self.ended_by == "timeout"
+
+    def __repr__(self) -> str:
+        """What a notebook shows for a result: the fields that say something, the output cut to its ends."""
+        shown = [f"session_id={self.session_id!r}"]
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name in ("session_id", "output") or value == item.default:
+                continue
+            shown.append(f"{item.name}={value:.2f}" if item.name == "wall_time" else f"{item.name}={value!r}")
+        output = self.output if len(self.output) <= _REPR_OUTPUT else f"{self.output[: _REPR_OUTPUT // 2]}…{self.output[-_REPR_OUTPUT // 2 :]}"
+        return f"{type(self).__name__}({', '.join(shown)}, output={output!r})"
+
+
+_REPR_OUTPUT = 300
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,24 @@ class Bridge:
             return  # no kernel loop (yet, or any more): nobody is there to show it
         loop.call_soon_threadsafe(function, *args, context=contextvars.copy_context())
 
+    def to_caller(self) -> Callable[..., None]:
+        """A `to_kernel` for the loop that calls this: what a wait shows runs where the wait is awaited.
+
+        A cell awaits on the kernel's loop; a blocking call (`%time %uexec ...`,
+        the plain form of notebook/sessions.py) on a loop of its own on the
+        same thread, while the kernel's loop waits for it: its display updates
+        must run on that loop, or they would arrive after the final one.
+        """
+        loop = asyncio.get_running_loop()
+
+        def deliver(function: Callable[..., Any], *args: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(function, *args, context=contextvars.copy_context())
+            except RuntimeError:
+                pass  # the wait is over and its loop closed: nobody is there to show it
+
+        return deliver
+
     def kernel_loop(self) -> asyncio.AbstractEventLoop | None:
         loop = self._kernel_loop_of() if self._kernel_loop_of is not None else None
         return loop or self._first_caller_loop

@@ -14,6 +14,8 @@ import dataclasses
 import re
 from collections.abc import Callable
 
+from IPython import get_ipython
+from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.display import display
 
 from ..core.output.batcher import Batch, Batcher
@@ -36,8 +38,10 @@ def _update_interval(elapsed: float) -> float:
 
 
 class CellOutput:
-    def __init__(self, *, raw: bool = False):
+    def __init__(self, *, raw: bool = False, printed: bool = False):
+        """`printed`: the final text goes to stdout, not to a display (a captured cell's)."""
         self.raw = raw
+        self.printed = printed
         self._handle = None
         self._tail = b""
 
@@ -95,11 +99,21 @@ class CellOutput:
         self._show(text)
 
     def _show(self, text: str) -> None:
+        if self.printed:
+            print(text, end="" if text.endswith("\n") else "\n")
+            return
         bundle = {"text/plain": text}
         if self._handle is None:
             self._handle = display(bundle, raw=True, display_id=True)
         else:
             self._handle.update(bundle, raw=True)
+
+
+def captured_output() -> bool:
+    """Inside `%%capture` or `capture_output()`: a run then prints its final text, as `%%bash` does there
+    (what was captured is text to read, not a display and its updates)."""
+    shell = get_ipython()
+    return shell is not None and isinstance(shell.display_pub, CapturingDisplayPublisher)
 
 
 # The engine's marker counts tokens (a model's unit, as in Codex); a person reads bytes.

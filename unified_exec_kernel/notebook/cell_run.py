@@ -1,29 +1,28 @@
 """One `%%uexec` request, run in the cell that asked for it.
 
-It starts the session or picks the one to type into, shows the output as it
-arrives (the cell's display, or a live terminal), waits on the kernel's loop
-without blocking it while the session is read on the engine's, and ends the
+It sends its `Turn` as every call of sessions.py does, shows the output as
+it arrives (the cell's display, or a live terminal), waits on the loop that
+awaits it while the session is read on the engine's (the kernel's loop, not
+blocked; or, where a cell cannot await, blocking.py's own), and ends the
 wait, but not the program, when the stop button is pressed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from .cell_output import CellOutput, interrupted_line, status_line
+from .cell_output import CellOutput, captured_output, interrupted_line, status_line
 from ..core.agent_format import format_for_agent
 from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import UnifiedExecResult
 from ..jupyter.bridge import Bridge
+from .sessions import Turn, finish_turn, open_turn
 
 
 class LiveView(Protocol):
@@ -38,19 +37,9 @@ class LiveView(Protocol):
 
 @dataclass(frozen=True)
 class CellRequest:
-    """What a `%%uexec` cell asks: start `argv`, or type `text` into `session_id`."""
+    """What a `%%uexec` cell asks (its `Turn`, as any call of sessions.py makes one) and how it shows the answer."""
 
-    argv: list[str] | None = None
-    session_id: int | str | None = None
-    text: str = ""
-    timeout_ms: int | None = None
-    until: str | None = None
-    quiet_ms: int | None = None
-    name: str | None = None
-    cwd: str | None = None
-    env: dict[str, str] | None = None
-    integration: bool | None = None
-    keep: bool | None = None  # None: the manager's default (c.UnifiedExec.keep_sessions)
+    turn: Turn
     raw: bool = False
     agent_format: bool = False
     live: bool = False
@@ -59,7 +48,8 @@ class CellRequest:
 async def run_in_cell(
     manager: UnifiedExecSessionManager, bridge: Bridge, request: CellRequest, live_view: LiveView | None, *, more: bool = False
 ) -> UnifiedExecResult:
-    """Runs on the kernel's loop; the session's side of it runs on the engine's, through `bridge`.
+    """Runs on the loop that awaits it (the kernel's, or a blocking call's own: blocking.py); the
+    session's side of it runs on the engine's, through `bridge`.
 
     `more`: code follows in the cell (an interrupt's one error line says it was skipped).
     """
@@ -69,27 +59,20 @@ async def run_in_cell(
     # shows the output as it arrives instead, as a cell without --live does.
     not_built = live_view.unavailable() if request.live else None
     live = request.live and not_built is None
-    view = None if live else CellOutput(raw=request.raw)
-
-    spawned: list[float] = []  # when a new session started (the engine's clock is this process's)
-
-    async def begin() -> tuple[int, Callable[[], None]]:
-        # On the engine's loop, in one step once the session is open: it reads a new
-        # session at once, so the view must hear it from the start, or miss its first words.
-        if request.argv is not None:
-            spawned.append(time.monotonic())
-            session_id = await manager.launch(request.argv, name=request.name, cwd=request.cwd, env=request.env, integration=request.integration, keep=request.keep)
-        else:
-            session_id = manager.session(request.session_id).session_id
-        watching = view.watch(manager.session(session_id), bridge.to_kernel) if view is not None else (lambda: None)
-        return session_id, watching
+    # Captured (`%%capture`, `capture_output()`), a run gives its final text on stdout, as
+    # `%%bash` does there: no display to update, and nothing of the updates kept.
+    captured = captured_output()
+    view = None if live else CellOutput(raw=request.raw, printed=captured)
+    deliver = bridge.to_caller()
+    watch = None if view is None or captured else (lambda session: view.watch(session, deliver))
+    turn = request.turn
 
     if request.live:
         # The view is shown before the wait: its id must come back first.
         with _one_line_errors():
-            opened = await bridge.run(begin)
+            opened = await bridge.run(open_turn, manager, turn)
             if live:
-                display(live_view(opened[0]))
+                display(live_view(opened.session_id))
             else:
                 print(f"[--live shows text here: {not_built}]")
     else:
@@ -97,26 +80,7 @@ async def run_in_cell(
     stop = asyncio.Event()
 
     async def collect() -> UnifiedExecResult:
-        session_id, stop_watching = opened if opened is not None else await begin()
-        waited_from = time.monotonic()
-        try:
-            result = await manager.write(
-                session_id,
-                request.text,
-                timeout_ms=request.timeout_ms,
-                stop=stop,
-                until=request.until,
-                quiet_ms=request.quiet_ms,
-                # A cell that types shows what its own input produced, not what came before.
-                earlier_output=not request.text,
-                # A new session's wait is a start's: an integrated shell waits for its first prompt.
-                first_prompt=request.argv is not None,
-            )
-        finally:
-            stop_watching()
-        # A start's time runs from the spawn: showing the live view came between
-        # it and the wait, and a shell at its prompt by then read as `0.00 s`.
-        return dataclasses.replace(result, wall_time=result.wall_time + waited_from - spawned[0]) if spawned else result
+        return await finish_turn(manager, turn, opened if opened is not None else await open_turn(manager, turn, watch), stop)
 
     result, interrupted = await _wait(bridge, collect, stop)
     if view is None:

@@ -14,20 +14,44 @@ import os
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..core.journal import JournalError, JournalNotFound, JournalStore, open_journal
+from ..core.errors import UnifiedExecError
+from ..core.journal import JournalEntry, JournalError, JournalNotFound, JournalStore, open_journal
 from ..core.journal.export import export
 from ..core.journal.reader import UNEXPECTED, unreadable
 from ..core.journal.paging import Page, PageError, PageRequest, page
 from ..screen.render import render_terminal_text
+from .cell_output import captured_output
 
 
 async def show_output(store: JournalStore | None, key: int | str, request: PageRequest, *, raw: bool = False) -> None:
-    entry = _entry(store, key)
-    await asyncio.wrap_future(store.flushed())
-    shown = await asyncio.get_running_loop().run_in_executor(None, _page, entry.path, request)
+    try:
+        entry, shown = await read_page(store, key, request)
+    except (UnifiedExecError, PageError, JournalError) as error:
+        raise UsageError(str(error)) from None
     # What the journal is dropping right now is in no file yet: the store says it.
     notes = shown.notes + [note for note in entry.notes() if note not in shown.notes]
-    display({"text/plain": page_text(shown, raw=raw) + "".join(f"[{note}]\n" for note in notes) + status_line(entry.label, shown)}, raw=True)
+    text = page_text(shown, raw=raw) + "".join(f"[{note}]\n" for note in notes) + status_line(entry.label, shown)
+    if captured_output():
+        print(text)
+    else:
+        display({"text/plain": text}, raw=True)
+
+
+async def read_page(store: JournalStore | None, key: int | str, request: PageRequest) -> tuple[JournalEntry, Page]:
+    """A page of a session's journal, once what it printed so far is on disk; the engine's errors as they are.
+
+    For `%uexec_output` and for `Session.output()` (sessions.py) alike.
+    """
+    if store is None:
+        raise UnifiedExecError("journals are off in this kernel (c.UnifiedExec.journal = False)")
+    entry = store.find(key)
+    await asyncio.wrap_future(store.flushed())
+    return entry, await asyncio.get_running_loop().run_in_executor(None, _read, entry.path, request)
+
+
+def _read(path: str, request: PageRequest) -> Page:
+    with open_journal(path) as journal:
+        return page(journal, request)
 
 
 def page_text(shown: Page, *, raw: bool = False) -> str:
@@ -100,14 +124,6 @@ def _entry(store: JournalStore | None, key: int | str):
     try:
         return store.find(key)
     except JournalNotFound as error:
-        raise UsageError(str(error)) from None
-
-
-def _page(path: str, request: PageRequest) -> Page:
-    try:
-        with open_journal(path) as journal:
-            return page(journal, request)
-    except (PageError, JournalError) as error:
         raise UsageError(str(error)) from None
 
 

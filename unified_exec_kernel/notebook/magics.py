@@ -1,13 +1,15 @@
 """`%%uexec`, `%uexec`, `%uexec_sessions`, `%uexec_kill`, `%uexec_output`, `%uexec_record`, `%uexec_replay`: parse the line, hand on the request.
 
-Waiting for a session must not block the kernel's loop (a cell's display
+Waiting for a session need not block the kernel's loop (a cell's display
 updates, interrupts and other comm traffic run there; the sessions themselves
-are read on the engine's own loop). A synchronous magic would block it, so
-`rewrite.py` turns `%%uexec` cells and `%uexec`/`%uexec_kill` lines
-into `await`s of the coroutines here, which ipykernel runs as a task on its
-loop. The registered magics remain for calls that bypass the rewrite
-(`run_cell_magic`, `%autoawait off`): they start the same coroutine as a
-background task, whose output still lands in the calling cell.
+are read on the engine's own loop), so `rewrite.py` turns a top-level
+`%%uexec` cell and `%uexec`, `%uexec_kill`, ... lines into `await`s of the
+coroutines here, which ipykernel runs as a task on its loop. Where a cell
+cannot await (inside `%time`, `%%capture`, a loop's `run_line_magic`, an
+indented line, `%autoawait off`), the registered magic runs the same
+coroutine to its end on the calling thread (blocking.py): the sessions go on
+on the engine's thread, the cell's display is updated from this one.
+Each request is a `Turn`, as every call of sessions.py makes one.
 
 The `magic_arguments` decorators are the one table of options: `%%uexec?`
 prints them, and the line splitter asks the same parser which options take
@@ -17,7 +19,6 @@ a value.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import shlex
 import signal
 
@@ -33,8 +34,9 @@ from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
-from ..jupyter.patches import wake_on_signals
+from .blocking import run_blocking
 from .session_table import SessionTable
+from .sessions import Turn
 
 
 def _session_key(text: str) -> int | str:
@@ -66,7 +68,6 @@ class UnifiedExecMagics(Magics):
         self.shell_program = shell_program
         self.check = check
         self.live_view = live_view
-        self._background: set[asyncio.Task] = set()
 
     # -- %%uexec / %uexec ----------------------------------------------------
 
@@ -102,7 +103,7 @@ class UnifiedExecMagics(Magics):
         As a line magic the rest of the line is the body:
         `%uexec -s 0 ls -la`.
         """
-        self._in_background(self.run_uexec(line, cell))
+        run_blocking(self.run_uexec(line, cell))
 
     async def run_uexec(self, line: str, cell: str | None, more: bool = False) -> None:
         """`more`: code follows this line in its cell (the rewrite knows), which an interrupt skips."""
@@ -111,7 +112,6 @@ class UnifiedExecMagics(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
-        wake_on_signals()
         result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:
             self.shell.user_ns[args.out] = result
@@ -130,28 +130,27 @@ class UnifiedExecMagics(Magics):
             # the engine names its field (`until`); here it is an option
             message = str(error)
             raise UsageError("--" + message if message.startswith("until ") else message) from None
-        shown = {
-            "timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet,
-            "raw": args.raw, "agent_format": args.format == "agent", "live": args.live,
-        }
+        shown = {"raw": args.raw, "agent_format": args.format == "agent", "live": args.live}
+        waits = {"timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet}
         if args.session is not None:
             if args.keep:
                 raise UsageError("--keep is chosen when a session starts; a running session cannot become kept (start a new one with --keep)")
             for option, given in (("--shell", args.shell), ("--name", args.name), ("--cwd", args.cwd), ("--env", args.env), ("--no-integration", args.no_integration)):
                 if given:
                     raise UsageError(f"{option} starts a new session; it cannot go with --session")
-            return CellRequest(session_id=args.session, text=_typed(body, no_newline=args.no_newline) + _keys(args.keys), **shown)
+            return CellRequest(Turn(session=args.session, text=_typed(body, no_newline=args.no_newline) + _keys(args.keys), **waits), **shown)
         if args.keys:
             raise UsageError("--keys goes with --session: a new session has nothing to type into yet")
-        return CellRequest(
+        turn = Turn(
             argv=self._command(body, script=args.shell),
             name=args.name,
             cwd=args.cwd,
             env=_environment(args.env),
             integration=False if args.no_integration else None,
             keep=args.keep,
-            **shown,
+            **waits,
         )
+        return CellRequest(turn, **shown)
 
     def _command(self, body: str, *, script: bool) -> list[str]:
         if script:
@@ -184,7 +183,7 @@ class UnifiedExecMagics(Magics):
     @line_magic
     def uexec_kill(self, line=""):
         """Stop a session (every process in it), or send it a signal."""
-        self._in_background(self.run_uexec_kill(line))
+        run_blocking(self.run_uexec_kill(line))
 
     async def run_uexec_kill(self, line: str) -> None:
         args = _parse(self.uexec_kill, line)
@@ -226,7 +225,7 @@ class UnifiedExecMagics(Magics):
         With no option: all of it (at most 1 MiB; narrow it with --head, --tail,
         --lines, --bytes, --grep, --command). `%uexec_output web --command -1 --tail 20`.
         """
-        self._in_background(self.run_uexec_output(line))
+        run_blocking(self.run_uexec_output(line))
 
     async def run_uexec_output(self, line: str) -> None:
         args = _parse(self.uexec_output, line)
@@ -266,7 +265,7 @@ class UnifiedExecMagics(Magics):
     @line_magic
     def uexec_record(self, line=""):
         """Write a session's journal (so far, or all of it once the program ended) as an asciicast recording."""
-        self._in_background(self.run_uexec_record(line))
+        run_blocking(self.run_uexec_record(line))
 
     async def run_uexec_record(self, line: str) -> None:
         args = _parse(self.uexec_record, line)
@@ -284,7 +283,7 @@ class UnifiedExecMagics(Magics):
     @line_magic
     def uexec_replay(self, line=""):
         """Play a recording in the notebook: play/pause, speed, seek, and a chapter per command the shell ran."""
-        self._in_background(self.run_uexec_replay(line))
+        run_blocking(self.run_uexec_replay(line))
 
     async def run_uexec_replay(self, line: str) -> None:
         args = _parse(self.uexec_replay, line)
@@ -293,23 +292,6 @@ class UnifiedExecMagics(Magics):
         from . import replays
 
         await replays.show_replay(self.manager.journals, args.source, self.live_view, idle_limit=args.idle or None)
-
-    # -- plumbing ------------------------------------------------------------
-
-    def _in_background(self, coroutine) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._background.add(task)
-
-        def done(finished: asyncio.Task) -> None:
-            self._background.discard(finished)
-            if not finished.cancelled() and finished.exception() is not None:
-                error = finished.exception()
-                if isinstance(error, UsageError):
-                    print(f"UsageError: {error}")
-                else:
-                    self.shell.showtraceback((type(error), error, error.__traceback__))
-
-        task.add_done_callback(done)
 
 
 def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, str]:

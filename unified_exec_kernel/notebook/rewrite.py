@@ -9,7 +9,14 @@ string literal is never touched. The rewritten code reaches the magics
 through `__import__`, never through a name in the user's namespace, which
 `%reset` clears and any assignment can replace. What is not rewritten (an
 indented line, `x = %uexec ...`, `%autoawait off`) still works: the magic
-then runs in the background, and never expands `$var` or `{expr}`.
+then blocks until done (blocking.py), and never expands `$var` or `{expr}`.
+
+Only a cell's own top level is rewritten, never code that another piece of
+code transforms while a cell runs: `%time`, `%timeit` and `%%time` compile
+their body themselves (an `await` there is a SyntaxError), `%%capture` and
+`run_cell` run theirs from inside the running cell (a second run of the
+kernel's loop). ipykernel transforms a cell before IPython says it runs
+(`pre_run_cell`), so a transform while a cell is running is such a body.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from IPython.core.inputtransformer2 import (
     assemble_continued_line,
     find_end_of_continued_line,
 )
+
+from ..jupyter.patches import wake_on_signals
 
 _CELL_MAGIC = re.compile(r"%%uexec(?=\s|$)(.*)")
 # The name must end at a space or the line's end, so `%uexec?` (IPython's
@@ -54,16 +63,35 @@ def run_uexec_replay(line: str):
 def _magics():
     from ..jupyter.current import magics_of
 
+    wake_on_signals()  # an awaiting cell's interrupt lands at once
     return magics_of(get_ipython())
 
 
-def _autoawait() -> bool:
-    return bool(getattr(get_ipython(), "autoawait", False))
+def _rewrites() -> bool:
+    """Whether a transform now is of a cell's top level that can await."""
+    shell = get_ipython()
+    return bool(getattr(shell, "autoawait", False)) and not getattr(shell, _RUNNING, None)
+
+
+_RUNNING = "_uexec_running_cells"  # on the shell: the cells running now (a stack: %%capture runs one inside another)
+
+
+def _cell_starts(info) -> None:
+    getattr(get_ipython(), _RUNNING).append(info)
+
+
+def _cell_ends(result) -> None:
+    running = getattr(get_ipython(), _RUNNING)
+    info = getattr(result, "info", None)
+    if info is not None and any(entry is info for entry in running):
+        running[:] = [entry for entry in running if entry is not info]
+    elif result is None and running:
+        running.pop()  # IPython had no result to say which ended: the innermost did
 
 
 def rewrite_cell_magic(lines: list[str]) -> list[str]:
     """A cleanup transform: a cell whose first line is `%%uexec ...` becomes one await."""
-    if not lines or not _autoawait():
+    if not lines or not _rewrites():
         return lines
     cell = _CELL_MAGIC.fullmatch(lines[0].rstrip("\n"))
     if cell is None:
@@ -79,7 +107,7 @@ class AwaitLineMagic(TokenTransformBase):
 
     @classmethod
     def find(cls, tokens_by_line):
-        if not _autoawait():
+        if not _rewrites():
             return None
         for tokens in tokens_by_line:
             # Only at column 0: an indented line may sit in a `def`, where
@@ -104,6 +132,9 @@ class AwaitLineMagic(TokenTransformBase):
 
 
 def install(shell) -> None:
+    setattr(shell, _RUNNING, [])
+    shell.events.register("pre_run_cell", _cell_starts)
+    shell.events.register("post_run_cell", _cell_ends)
     shell.input_transformers_cleanup.append(rewrite_cell_magic)
     shell.input_transformer_manager.token_transformers.insert(0, AwaitLineMagic)
 
@@ -111,3 +142,5 @@ def install(shell) -> None:
 def uninstall(shell) -> None:
     shell.input_transformers_cleanup.remove(rewrite_cell_magic)
     shell.input_transformer_manager.token_transformers.remove(AwaitLineMagic)
+    shell.events.unregister("pre_run_cell", _cell_starts)
+    shell.events.unregister("post_run_cell", _cell_ends)

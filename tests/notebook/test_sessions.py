@@ -1,0 +1,238 @@
+"""Sessions from Python (`from unified_exec_kernel import sessions`): in real kernels, a script and an nbclient run.
+
+Each call is tried in its plain form (blocks the calling thread) and its
+awaitable twin; results are the engine's `UnifiedExecResult`s; errors are
+the engine's, one line each.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+
+import nbformat
+import psutil
+import pytest
+from nbclient import NotebookClient
+
+from ..kernel_harness import Kernel
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    k = Kernel("uexec")
+    k.run("import os\nos.environ['PS1'] = '$ '\nfrom unified_exec_kernel import sessions")
+    yield k
+    k.shutdown()
+
+
+def value(kernel, expression: str):
+    """What `expression` is in the kernel, through its repr."""
+    text = kernel.run(f"print(repr({expression}))")
+    return eval(text)  # noqa: S307 - our own kernel's reprs of plain values
+
+
+def test_a_shell_started_from_python_runs_commands_and_reports_each_exit_code(kernel):
+    kernel.run("sh = sessions.start('bash --norc -i', name='pysh')")
+    assert re.fullmatch(r"<Session \d+ 'pysh': bash --norc -i, running>\n", kernel.run("sh"))
+    kernel.run("r = sh.run('ls /no/such/dir')")
+    assert value(kernel, "r.command_exit_code") == 2
+    assert value(kernel, "r.session_id is not None and r.exit_code is None and not r.timed_out") is True
+    assert "No such file or directory" in value(kernel, "r.output")
+    assert "\r" not in value(kernel, "r.output")  # as a cell shows it; raw=True keeps the terminal's text
+    assert "\r\n" in value(kernel, "sh.run('echo x', raw=True).output")
+    # the loop a notebook would write: one result per command, each with its own status
+    codes = value(kernel, "[sh.run(f'(exit {n})').command_exit_code for n in range(4)]")
+    assert codes == [0, 1, 2, 3]
+
+
+def test_the_result_repr_says_what_happened_and_shows_the_output(kernel):
+    text = kernel.run("sessions.run(['echo', 'hello repr'])")
+    assert re.fullmatch(r"UnifiedExecResult\(session_id=None, exit_code=0, wall_time=\d+\.\d\d, .*ended_by='exit', output='hello repr\\n'\)\n", text), text
+
+
+def test_awaitable_twins_give_the_same_results(kernel):
+    kernel.run(
+        "ash = await sessions.start_async(['bash', '--norc', '-i'], name='apysh')\n"
+        "ar = await ash.run_async('echo $((6*7)); (exit 5)')\n"
+        "aw = await ash.write_async('echo ready\\n', until='^ready')\n"
+        "listed = [info.name for info in await sessions.list_async()]\n"
+        "again = await sessions.get_async('apysh')\n"
+        "page = await ash.output_async(grep='^42$')\n"
+        "await ash.kill_async()\n"
+        "one = await sessions.run_async('bash -c \"exit 7\"')\n"
+    )
+    assert value(kernel, "ar.command_exit_code") == 5 and "\n42\n" in value(kernel, "ar.output")
+    assert value(kernel, "aw.ended_by") in ("match", "command")
+    assert "apysh" in value(kernel, "listed")
+    assert value(kernel, "again.id == ash.id") is True
+    assert re.search(r"^\d+:42$", value(kernel, "page"), re.M), value(kernel, "page")
+    assert value(kernel, "one.exit_code") == 7
+    assert "apysh" not in value(kernel, "[info.name for info in sessions.list()]")
+
+
+def test_a_one_shot_program_runs_to_its_exit(kernel):
+    assert value(kernel, "[sessions.run(['bash', '-c', f'exit {n}']).exit_code for n in range(3)]") == [0, 1, 2]
+    kernel.run("r = sessions.run(['bash', '-c', 'echo begun; sleep 30'], timeout=0.3)")
+    # it timed out and runs on: its id says so, and it can be stopped
+    assert value(kernel, "r.timed_out and r.session_id is not None") is True
+    assert "begun" in value(kernel, "r.output")
+    kernel.run("sessions.get(r.session_id).kill()")
+    assert value(kernel, "r.session_id in [info.session_id for info in sessions.list()]") is False
+
+
+def test_wait_for_a_pattern_or_quiet_and_type_keys(kernel):
+    kernel.run("py = sessions.start('python3 -q -i', until='>>> $')")
+    assert value(kernel, "py.started.ended_by") == "match"
+    kernel.run("w = py.write('print(6 * 7)\\n', until='>>> $')")
+    assert "\n42\n" in value(kernel, "w.output")
+    kernel.run("py.write('import time; time.sleep(0.2); print(\"late\")\\n', timeout=0)")
+    assert "late" in value(kernel, "py.wait_for('^late$').output")
+    kernel.run("q = py.write('print(1)\\n', quiet=0.3)")
+    assert value(kernel, "q.ended_by") == "quiet"
+    kernel.run("gone = py.write(keys=['C-d'], timeout=10)")
+    assert value(kernel, "gone.exit_code") == 0
+
+
+def test_a_program_started_without_a_wait_keeps_its_first_words_for_the_next_call(kernel):
+    kernel.run("e = sessions.start(['bash', '-c', 'echo early; sleep 30'])")
+    assert value(kernel, "e.started") is None
+    assert "early" in value(kernel, "e.wait_for('^early$').output")
+    kernel.run("e.kill()")
+
+
+def test_its_journal_is_read_after_the_program_ended(kernel):
+    kernel.run("s = sessions.start(['bash', '-c', 'seq 1 50'], name='seq50')\ns.wait_for()")
+    assert value(kernel, "s.output(tail=2)") == "49\n50\n"
+    assert value(kernel, "s.output(lines='3:4')") == "3\n4\n"
+
+
+def test_a_live_view_is_a_widget_of_the_session(kernel):
+    kernel.run("v = sessions.start('bash --norc -i', name='viewed')")
+    assert value(kernel, "type(v.view()).__name__") == "TerminalWidget"
+    kernel.run("v.kill()")
+
+
+def test_a_signal_reaches_the_foreground_program(kernel):
+    kernel.run("sg = sessions.start('bash --norc -i', name='signalled')\nsg.run('sleep 100', timeout=0.2)")
+    kernel.run("sg.kill('INT')")
+    assert value(kernel, "sg.run('echo $?').output.splitlines()[1]") == "130"
+    kernel.run("sg.kill()")
+
+
+def test_a_plain_call_blocks_only_its_own_thread(kernel, tmp_path):
+    # Two calls from two threads at once: each program waits for the other's file, so
+    # calls that took turns would both run to their timeout.
+    a, b = tmp_path / "a", tmp_path / "b"
+    kernel.run(
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        f"def meet(mine, theirs):\n"
+        f"    return sessions.run(['bash', '-c', f'touch {{mine}}; while [ ! -e {{theirs}} ]; do sleep 0.02; done'], timeout=30)\n"
+        f"with ThreadPoolExecutor(2) as pool:\n"
+        f"    met = list(pool.map(meet, [{str(a)!r}, {str(b)!r}], [{str(b)!r}, {str(a)!r}]))\n"
+    )
+    assert value(kernel, "[(r.exit_code, r.timed_out) for r in met]") == [(0, False), (0, False)]
+
+
+ERRORS = [
+    ("sessions.get('nope')", "UnknownSessionIdError", "no session named 'nope'"),
+    ("sessions.get(9999).run('true')", "UnknownSessionIdError", "no session with id 9999"),
+    ("sessions.run('no-such-program-here --flag')", "CreateSessionError", "no-such-program-here: command not found"),
+    ("sessions.start([])", "MissingCommandLineError", "Missing command line"),
+    ("sessions.start('bash', name='1abc')", "InvalidSessionNameError", "'1abc' cannot name a session"),
+    ("sessions.run('echo x', cwd='/no/such/dir')", "CreateSessionError", "no such directory"),
+    ("sessions.run('sleep 1', timeout=-1)", "ValueError", "timeout must be 0 or more seconds"),
+]
+
+
+@pytest.mark.parametrize("code,ename,message", ERRORS, ids=[e[1] + "-" + str(i) for i, e in enumerate(ERRORS)])
+def test_errors_are_the_engines_one_line_each(kernel, code, ename, message):
+    execution = kernel.execute(code)
+    assert execution.reply["status"] == "error"
+    assert execution.reply["ename"] == ename
+    assert message in execution.reply["evalue"] and "\n" not in execution.reply["evalue"]
+    if ename != "ValueError":
+        family = f"issubclass(getattr(errors, {ename!r}), errors.UnifiedExecError)"
+        assert value(kernel, f"__import__('unified_exec_kernel.core.errors', fromlist=['_']).__dict__ and (lambda errors: {family})(__import__('unified_exec_kernel.core.errors', fromlist=['_']))") is True
+    # the traceback is the cell's line and the call, not the engine's insides
+    frames = [line for line in execution.error.splitlines() if re.search(r"(Cell In|File )", line)]
+    assert len(frames) <= 2, execution.error
+
+
+def test_in_a_plain_ipython_kernel_after_load_ext():
+    k = Kernel("python3")
+    try:
+        execution = k.execute("from unified_exec_kernel import sessions\nsessions.list()")
+        assert execution.reply["status"] == "error"
+        assert execution.reply["evalue"] == "load the extension first: %load_ext unified_exec_kernel"
+        k.run("%load_ext unified_exec_kernel")
+        text = k.run("s = sessions.start(['bash', '--norc', '-i'])\nr = s.run('echo from-python3; (exit 4)')\nprint(r.command_exit_code, r.output)")
+        assert text.startswith("4 ") and "\nfrom-python3\n" in text
+        text = k.run("r = await s.run_async('echo awaited')\nprint(r.command_exit_code, r.output)")
+        assert text.startswith("0 ") and "\nawaited\n" in text
+    finally:
+        k.shutdown()
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    from unified_exec_kernel import sessions
+
+    codes = [sessions.run(["bash", "-c", f"exit {n}"]).exit_code for n in range(3)]
+    sh = sessions.start(["bash", "--norc", "-i"], env={"PS1": "$ "})
+    done = sh.run("echo $((6*7)); (exit 9)")
+    stays = sessions.start(["bash", "-c", "trap '' HUP; sleep 100"])
+    print(codes, done.command_exit_code, done.output.splitlines()[1], sh.output(grep="^42$").strip(), sep="|")
+    print(stays.info.pid)
+    try:
+        sh.view()
+    except Exception as error:
+        print(type(error).__name__, error, sep="|")
+    """
+)
+
+
+def test_a_script_gets_an_engine_of_its_own_that_ends_with_it(tmp_path):
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    first, pid, error = done.stdout.splitlines()
+    assert re.fullmatch(r"\[0, 1, 2\]\|9\|42\|\d+:42", first), first
+    assert error == "UnifiedExecError|a live view needs a notebook kernel: %load_ext unified_exec_kernel"
+    # a session that ignores the hangup still ends with the program
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(int(pid)) and psutil.Process(int(pid)).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the script's session outlived it"
+        time.sleep(0.05)
+    assert [name for name in os.listdir(tmp_path) if "python-" in name] == []  # its journals went with it
+
+
+PIPELINE = [
+    "from unified_exec_kernel import sessions",
+    "hosts = ['alpha', 'beta', 'gamma']\n"
+    "results = {host: sessions.run(['bash', '-c', f'echo checked {host}; [ {host} != beta ]']) for host in hosts}\n"
+    "{host: r.exit_code for host, r in results.items()}",
+    "sh = await sessions.start_async('bash --norc -i', name='sh')\n(await sh.run_async('test -d /tmp')).command_exit_code",
+    "%uexec -s sh echo typed-by-magic",
+    "sh.kill()",
+]
+
+
+def test_an_nbclient_run_of_a_notebook_that_uses_it(tmp_path):
+    # What papermill does: a notebook executed top to bottom by nbclient, outputs saved.
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in PIPELINE])
+    client = NotebookClient(nb, kernel_name="uexec", timeout=60, resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    shown = [
+        "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs) for cell in nb.cells
+    ]
+    assert shown[1] == "{'alpha': 0, 'beta': 1, 'gamma': 0}"
+    assert shown[2] == "0"
+    assert "\ntyped-by-magic\n" in shown[3] and "command exited with code 0" in shown[3]

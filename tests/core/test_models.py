@@ -1,6 +1,6 @@
 import pytest
 
-from unified_exec_kernel import UnifiedExecRequest
+from unified_exec_kernel import UnifiedExecRequest, UnifiedExecResult
 
 
 def test_request_defaults_poll_nothing_with_the_default_timeout():
@@ -32,3 +32,15 @@ def test_a_session_may_be_named_and_a_new_one_given_a_place_and_an_environment()
     assert (request.session_id, request.until, request.quiet_ms) == ("build", "done$", 200)
     start = UnifiedExecRequest(None, ["bash"], name="sh", cwd="/tmp", env={"A": "1"})
     assert (start.name, start.cwd, start.env) == ("sh", "/tmp", {"A": "1"})
+
+
+def test_a_results_repr_shows_what_says_something_and_cuts_a_long_output_to_its_ends():
+    done = UnifiedExecResult(None, "hi\n", exit_code=0, wall_time=0.0234, ended_by="exit")
+    assert repr(done) == "UnifiedExecResult(session_id=None, exit_code=0, wall_time=0.02, ended_by='exit', output='hi\\n')"
+    long = repr(UnifiedExecResult(3, "a" * 5000 + "z"))
+    assert len(long) < 400 and "…" in long and long.endswith("az')")
+
+
+def test_a_wait_that_ran_to_its_timeout_says_so():
+    assert UnifiedExecResult(3, "").timed_out
+    assert not UnifiedExecResult(None, "", exit_code=0, ended_by="exit").timed_out

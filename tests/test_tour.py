@@ -275,6 +275,13 @@ def test_the_shells_commands_are_listed_from_its_journal_and_replayed_a_chapter_
     assert "application/vnd.jupyter.widget-view+json" in cell.outputs[0].data
 
 
+def test_sessions_from_python_report_each_commands_exit_code(tour):
+    assert tour.text("tour-python-api") == "{'true': 0, 'false': 1, 'test -d /tmp': 0}\n"
+    assert re.fullmatch(r"UnifiedExecResult\(session_id=None, exit_code=0, .*ended_by='exit', output='Linux\\n'\)\n", tour.text("tour-python-run"))
+    timed = tour.text("tour-python-time")
+    assert re.search(r"\[session \d+ running · command exited with code 0 · 0\.\d\d s\]\nCPU times: .*\nWall time: ", timed), timed
+
+
 def test_clean_up_leaves_only_the_shell_of_the_live_view(tour):
     assert tour.text("tour-kill") == "closed session other\n"
     rows = tour.text("tour-sessions-end").strip().splitlines()

@@ -49,6 +49,7 @@ from ..core.manager import UnifiedExecSessionManager
 from ..core.models import SessionInfo, UnifiedExecResult, exit_state
 from ..jupyter.bridge import Bridge
 from .blocking import run_blocking
+from .cell_output import CellOutput
 
 __all__ = ["Session", "get", "get_async", "list", "list_async", "run", "run_async", "start", "start_async"]
 
@@ -218,12 +219,8 @@ def _argv(command: str | Sequence[str]) -> list[str]:
 
 
 def _shown(result: UnifiedExecResult, raw: bool) -> UnifiedExecResult:
-    """The output as a terminal leaves it, as a cell shows it (`\\r`s and redraws resolved, colours kept); `raw`: as it came."""
-    if raw:
-        return result
-    from ..screen.render import render_terminal_text  # pyte: at the first result, not at import
-
-    return dataclasses.replace(result, output=render_terminal_text(result.output))
+    """The output as a cell shows it (`\\r`s and redraws resolved, colours kept); `raw`: as it came."""
+    return result if raw else CellOutput.rendered(result)
 
 
 def _ms(seconds: float | None, what: str) -> int | None:

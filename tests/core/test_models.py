@@ -32,3 +32,11 @@ def test_a_session_may_be_named_and_a_new_one_given_a_place_and_an_environment()
     assert (request.session_id, request.until, request.quiet_ms) == ("build", "done$", 200)
     start = UnifiedExecRequest(None, ["bash"], name="sh", cwd="/tmp", env={"A": "1"})
     assert (start.name, start.cwd, start.env) == ("sh", "/tmp", {"A": "1"})
+
+
+def test_a_command_is_shown_as_a_shell_reads_it_and_an_agents_cmd_as_written():
+    from unified_exec_kernel.core.models import command_line
+
+    assert command_line(["bash", "-c", "echo 'a b'"]) == """bash -c 'echo '"'"'a b'"'"''"""
+    assert command_line(["sleep 30 # build"]) == "sleep 30 # build"
+    assert command_line([]) == ""

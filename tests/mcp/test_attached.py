@@ -109,3 +109,22 @@ async def test_a_kernel_of_a_jupyter_server_is_found_by_url_token_and_id(tmp_pat
         assert refused.returncode == 2 and "HTTP 403" in error.decode() and "--token" in error.decode()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_an_agents_session_is_listed_by_its_cmd_everywhere_a_person_looks(kernel, carrier):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        session_id = int(parse(await agent.text("exec_command", cmd="sleep 30 # build", yield_time_ms=250))["session"])
+        try:
+            (entry,) = [entry for entry in await agent.sessions() if entry["session_id"] == session_id]
+            assert entry["command"] == "sleep 30 # build"
+            (row,) = [line for line in kernel.run("%uexec_sessions").splitlines() if line.startswith(f"{session_id} ")]
+            assert "sleep 30 # build" in row and "-lc" not in row
+            comm = kernel.comm_open("unified_exec")
+            kernel.comm_send(comm, {"type": "list", "request_id": "display"})
+            (listed,) = kernel.comm_messages(comm, lambda data: data.get("type") == "sessions")[-1:]
+            kernel.comm_close(comm)
+            (mine,) = [info for info in listed["sessions"] if info["session_id"] == session_id]
+            assert mine["command"] == ["sleep 30 # build"]  # what the Sessions panel shows, whole on hover
+        finally:
+            await agent.text("kill_session", session_id=session_id)

@@ -26,6 +26,7 @@ import time
 
 from ..core.process.stats import session_stats
 from ..core.journal.paging import parse_range
+from ..core.models import command_line
 from .kernel_links import KernelGone, KernelLinks
 from .notify import Notifier
 from .standalone import _ESCAPES, _int, _key, _only, page_request
@@ -165,7 +166,7 @@ class AttachedEngine:
             described.append({
                 "session_id": entry["session_id"],
                 "name": entry["name"],
-                "command": entry["command"],
+                "command": command_line(entry["command"]),
                 "cwd": None if found is None else found.cwd,
                 "pid": entry["pid"],
                 "running": entry["alive"],

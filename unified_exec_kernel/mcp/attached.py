@@ -37,15 +37,50 @@ _LOST = {"type": "lost"}  # put in a request's queue when its link is lost
 
 
 def connection_file_of(kernel: str) -> str:
-    """The connection file of the running kernel with this id (or unique id prefix), from the runtime directory."""
+    """The connection file of the running kernel with this id (or unique id prefix).
+
+    First in the runtime directory (`jupyter_runtime_dir()`: JUPYTER_RUNTIME_DIR,
+    else Jupyter's default); else where a running kernel of this user says its
+    file is (its `-f FILE`, as jupyter_client starts every kernel). An MCP
+    client may start us with a bare environment (the SDK's `stdio_client`
+    keeps only HOME, PATH, SHELL, TERM and a few more), so a runtime
+    directory set for the notebook's server is not necessarily ours.
+    """
     from jupyter_core.paths import jupyter_runtime_dir
 
-    found = sorted(glob.glob(os.path.join(jupyter_runtime_dir(), f"kernel-{glob.escape(kernel)}*.json")))
+    runtime = jupyter_runtime_dir()
+    found = sorted(glob.glob(os.path.join(runtime, f"kernel-{glob.escape(kernel)}*.json")))
     if not found:
-        raise LookupError(f"no running kernel {kernel!r} in {jupyter_runtime_dir()}")
+        found = sorted(set(running_connection_files(f"kernel-{kernel}")))
+    if not found:
+        raise LookupError(f"no running kernel {kernel!r} in {runtime}, nor among this user's running kernels")
     if len(found) > 1:
         raise LookupError(f"{kernel!r} names {len(found)} kernels; give more of its id")
     return found[0]
+
+
+def running_connection_files(prefix: str) -> list[str]:
+    """The connection files named `prefix*.json` that this user's running processes were started with (`-f FILE`; Linux's /proc)."""
+    found = []
+    try:
+        entries = [entry for entry in os.scandir("/proc") if entry.name.isdigit()]
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            if entry.stat().st_uid != os.geteuid():
+                continue
+            with open(os.path.join(entry.path, "cmdline"), "rb") as file:
+                argv = [part.decode("utf-8", "replace") for part in file.read(65536).split(b"\0")]
+            for flag, value in zip(argv, argv[1:]):
+                if flag != "-f" or not os.path.basename(value).startswith(prefix) or not value.endswith(".json"):
+                    continue
+                path = value if os.path.isabs(value) else os.path.join(os.readlink(os.path.join(entry.path, "cwd")), value)
+                if os.stat(path).st_uid == os.geteuid():
+                    found.append(os.path.realpath(path))
+        except OSError:
+            continue  # a process gone meanwhile, or not ours to read
+    return found
 
 
 def kernel_on_server(server: str, token: str | None, kernel: str) -> str:

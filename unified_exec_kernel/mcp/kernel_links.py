@@ -11,10 +11,12 @@ How a link learns that its kernel went away:
 - the direct socket: the kernel's end closes with its process (EOF), at once;
 - the comm: ZMQ reconnects by itself to whatever binds the ports next, and a
   new kernel drops messages for a comm it never opened, so a request would
-  wait for ever. ipykernel's iopub (XPUB, kernel protocol 5.4) greets every
-  subscriber with `iopub_welcome` in the kernel's own session: a greeting in
-  another session is a new kernel. A kernel that dies and is not replaced
-  stops echoing its heartbeat (a zmq device in a thread of its own, which a
+  wait for ever. Every message a kernel publishes carries its own session
+  (ipykernel greets each new subscriber too, `iopub_welcome`, so a
+  subscription that ZMQ carried over to a new kernel hears from it at once):
+  one in another session than the kernel_info reply's is a new kernel's. A
+  kernel that dies and is not replaced stops echoing its heartbeat (a zmq
+  device in a thread of its own, which a
   busy kernel still answers), or its connection file goes.
 
 Between links a task looks for the next one, as jupyter_client's restarter
@@ -52,11 +54,9 @@ BEAT_S = 1.0
 BEAT_MISSES = 2
 """Heartbeats in a row unanswered before a comm's kernel counts as gone (death noticed within ~3 s)."""
 ASK_AGAIN_S = 0.5
-"""A comm's kernel_info, asked again this often until answered."""
+"""A comm's kernel_info, and its first `list`, asked again this often until answered."""
 HANDSHAKE_S = 5.0
 """A direct socket's engine answers `agent` at once; one that does not is a kernel on its way out."""
-GREETING_WAIT_S = 2.0
-"""How long a comm waits for the kernel's iopub greeting before it opens anyway (a kernel that never greets)."""
 SEEK_S = 0.1
 """Between two looks for the next kernel."""
 
@@ -196,8 +196,6 @@ class CommLink(_Link):
         self._client = None
         self._comm_id = uuid.uuid4().hex
         self._kernel_session: str | None = None
-        self._greeted: set[str] = set()  # the sessions whose iopub_welcome came
-        self._greeting = asyncio.Event()
         self._opened: asyncio.Future = asyncio.get_running_loop().create_future()
         self._tasks: list[asyncio.Task] = []
 
@@ -231,17 +229,16 @@ class CommLink(_Link):
                             reply = answer
             self._kernel_session = reply["header"].get("session")
             # What the kernel publishes before our subscription reaches it is lost (ZMQ's slow joiner), the
-            # comm's hello included: its greeting says the subscription is there. A kernel older than
-            # protocol 5.4 never greets: a moment's wait, as jupyter_client gives it.
-            greet_by = min(deadline, loop.time() + GREETING_WAIT_S)
-            while self._kernel_session not in self._greeted and loop.time() < greet_by:
-                self._greeting.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._greeting.wait(), greet_by - loop.time())
-            if any(session != self._kernel_session for session in self._greeted):
-                raise ConnectionError("the kernel was replaced while the comm opened")
+            # comm's hello included: a harmless `list`, asked again until one answer comes, says it is there.
             self._send("comm_open", {"comm_id": self._comm_id, "target_name": TARGET, "data": {}})
-            await asyncio.wait_for(asyncio.shield(self._opened), max(deadline - loop.time(), 0.01))  # the comm's hello
+            while not self._opened.done():
+                if self.lost.done():
+                    raise ConnectionError("the kernel was replaced while its comm opened")
+                if loop.time() >= deadline:
+                    raise TimeoutError(f"the comm of the kernel of {self.connection_file} does not answer")
+                self.send({"type": "list", "request_id": "comm-open"})
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._opened), min(ASK_AGAIN_S, max(deadline - loop.time(), 0.01)))
         except BaseException:
             self.close()
             raise
@@ -254,24 +251,21 @@ class CommLink(_Link):
         self._client.shell_channel.send(self._client.session.msg(msg_type, content))
 
     async def _read(self) -> None:
+        """Our comm's messages; a message in another session than the kernel_info reply's is a new kernel's."""
         while True:
             msg = await self._client.get_iopub_msg()
+            session = msg.get("header", {}).get("session")
+            if self._kernel_session is None:
+                continue  # a kernel we have not asked yet: perhaps the one on its way out
+            if session is not None and session != self._kernel_session:
+                log.info("uexec mcp: a new kernel publishes on %s", self.connection_file)
+                self._gone()
+                return
             content = msg.get("content", {})
-            kind = msg.get("msg_type")
-            if kind == "comm_msg" and content.get("comm_id") == self._comm_id:
-                data = content.get("data") or {}
-                if data.get("type") == "hello" and not self._opened.done():
-                    self._opened.set_result(None)
-                self._deliver(data)
-            elif kind == "iopub_welcome":
-                session = msg.get("header", {}).get("session")
+            if msg.get("msg_type") == "comm_msg" and content.get("comm_id") == self._comm_id:
                 if not self._opened.done():
-                    self._greeted.add(session)
-                    self._greeting.set()
-                elif session != self._kernel_session:
-                    log.info("uexec mcp: a new kernel greets on %s", self.connection_file)
-                    self._gone()
-                    return
+                    self._opened.set_result(None)
+                self._deliver(content.get("data") or {})
 
     async def _watch(self) -> None:
         """The heartbeat and the connection file, while the link lives."""
@@ -390,7 +384,7 @@ class KernelLinks:
             heartbeat.close()
         self._heard = asyncio.get_running_loop().time()
         comm = CommLink(self.connection_file, info, self._deliver)
-        await comm.connect(timeout=10)
+        await comm.connect(timeout=START_WAIT_S)  # a kernel starting under load may take that long; it is asked again every ASK_AGAIN_S
         if self._carrier == "comm":
             return comm
         link = await self._direct()  # the comm's open started the kernel's engine, and with it the socket

@@ -23,22 +23,11 @@ from unified_exec_kernel.mcp.kernel_links import GONE
 
 from ..kernel_harness import Kernel
 from ..server_process import JupyterServer
-from ..test_kept_sessions import keepers
-from ..conftest import kill_processes
+from ..test_kept_sessions import runtime  # noqa: F401 - the fixture: a runtime directory of the test's own, keepers cleaned after
 from .client import connected
 
 CALL_BOUND_S = 5.0  # the issue's: a call while no kernel answers ends within 5 s
 READY_BOUND_S = 2.0  # the issue's: a call is answered within 2 s of the new kernel being ready
-
-
-@pytest.fixture
-def runtime(tmp_path, monkeypatch):
-    folder = tmp_path / "rt"
-    folder.mkdir(mode=0o700)
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(folder))
-    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
-    yield folder
-    kill_processes([process for process in keepers() if str(folder) in " ".join(process.cmdline())])
 
 
 def names(listed: list[dict]) -> set[str]:

@@ -21,11 +21,12 @@ How a link learns that its kernel went away:
 
 Between links a task looks for the next one, as jupyter_client's restarter
 and Codex's exec-server do (poll the address, resume by session): the
-connection file, then the direct socket, else the heartbeat and the comm. A
-call waits for it while a kernel answers the heartbeat (one starting up) and
-fails within LINK_WAIT_S with GONE while none does; a call waiting on a link
-that is lost fails with GONE too (what it asked may or may not have run:
-nothing is sent twice).
+connection file, then the direct socket, else the heartbeat and the comm.
+Until the first link, a call waits for it while the kernel answers its
+heartbeat (a kernel slow to answer on a loaded machine is no dead one);
+after a link is lost, a call waits at most LINK_WAIT_S for the next and
+fails with GONE; a call waiting on a link that is lost fails with GONE too
+(what it asked may or may not have run: nothing is sent twice).
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ log = logging.getLogger(__name__)
 GONE = "the kernel went away; it will be used again when it restarts"
 TARGET = "unified_exec"
 LINK_WAIT_S = 3.0
-"""A call waits this long for a link while no kernel answers the heartbeat (the issue's bound is 5 s)."""
+"""A call waits this long for a link, once one was lost (the issue's bound is 5 s)."""
 START_WAIT_S = 60.0
-"""...and at most this long while one answers it but has not answered a kernel_info yet (a kernel starting)."""
+"""The first call waits at most this long for the first link, while the kernel answers its heartbeat."""
 BEAT_S = 1.0
 """Between two heartbeats of a comm's kernel; one unanswered for BEAT_S ends the wait for it."""
 BEAT_MISSES = 2
@@ -312,7 +313,9 @@ class KernelLinks:
         self._link: DirectLink | CommLink | None = None
         self._linked: asyncio.Event | None = None
         self._seeker: asyncio.Task | None = None
-        self._heard = float("-inf")  # the loop's time a kernel last answered the heartbeat or a link came up
+        self._heard = float("-inf")  # the loop's time a kernel last answered the heartbeat
+        self._connecting = False  # a kernel answered the heartbeat: a link to it is being made
+        self._ever_linked = False
         self._why: str | None = None  # why the last look found no link, for the first call's line
 
     @property
@@ -337,7 +340,8 @@ class KernelLinks:
             if link is not None:
                 return link
             now = loop.time()
-            if now - asked >= START_WAIT_S or (now - asked >= LINK_WAIT_S and (now - self._heard >= LINK_WAIT_S or self._why)):
+            patient = not self._ever_linked and (self._connecting or now - self._heard < LINK_WAIT_S)
+            if now - asked >= START_WAIT_S or (now - asked >= LINK_WAIT_S and (self._why or not patient)):
                 if self._why is not None:
                     raise ConnectionError(self._why)
                 raise KernelGone()
@@ -362,7 +366,7 @@ class KernelLinks:
                 await asyncio.sleep(SEEK_S)
                 continue
             self._link = link
-            self._heard = asyncio.get_running_loop().time()
+            self._ever_linked = True
             self._why = None
             self._linked.set()
             await link.lost
@@ -384,7 +388,11 @@ class KernelLinks:
             heartbeat.close()
         self._heard = asyncio.get_running_loop().time()
         comm = CommLink(self.connection_file, info, self._deliver)
-        await comm.connect(timeout=START_WAIT_S)  # a kernel starting under load may take that long; it is asked again every ASK_AGAIN_S
+        self._connecting = True
+        try:
+            await comm.connect(timeout=START_WAIT_S)  # a kernel starting under load may take that long; asked again every ASK_AGAIN_S
+        finally:
+            self._connecting = False
         if self._carrier == "comm":
             return comm
         link = await self._direct()  # the comm's open started the kernel's engine, and with it the socket

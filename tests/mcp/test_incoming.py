@@ -167,6 +167,12 @@ def test_the_id_is_found_at_the_top_level_of_a_cut_message(text, found):
     assert find_id(text) == found
 
 
+def test_a_broken_response_of_the_client_is_never_answered():
+    assert check(b'{"jsonrpc":"2.0","id":3,"result":{"x":"\\ud800"}}\n')[1] is None
+    assert check(b'{"jsonrpc":"2.0","id":3,"error":{"code":"x"\n')[1] is None
+    assert check(b'{"jsonrpc":"2.0","id":3,"method":"x","params":{"\n')[1] is not None  # a request: answered
+
+
 def test_a_good_line_goes_to_the_sdk_untouched():
     line = request_line(1, "ping")
     assert check(line) == (line.decode(), None, None)

@@ -77,9 +77,10 @@ def check(line: bytes | TooLong) -> tuple[str | None, bytes | None, str | None]:
 
 
 def _refuse(text: str, message, code: int | None, why: str, *, tool_error: bool = False) -> tuple[None, bytes | None, str]:
-    request_id = _id_of(message) if isinstance(message, dict) else find_id(text)
-    if request_id is None:
-        return None, None, why
+    keys = message if isinstance(message, dict) else top_level(text)
+    request_id = _id_of(keys)
+    if request_id is None or "result" in keys or "error" in keys:
+        return None, None, why  # nothing to answer: no id, or a response of the client's (never answered)
     if tool_error:
         body = {"result": {"content": [{"type": "text", "text": why}], "isError": True}}
     else:
@@ -94,10 +95,16 @@ def _id_of(message: dict):
 
 def find_id(text: str):
     """The top-level `"id"` of a JSON object that may be cut short or broken after it; None if there is none to trust."""
+    return _id_of(top_level(text))
+
+
+def top_level(text: str) -> dict:
+    """The top-level keys of a JSON object that may be cut short or broken, up to where it breaks (a key whose value broke: None)."""
     decoder = json.JSONDecoder()
+    found: dict = {}
     at = _skip(text, 0)
     if not text.startswith("{", at):
-        return None
+        return found
     at += 1
     try:
         while True:
@@ -105,16 +112,15 @@ def find_id(text: str):
             key, at = decoder.raw_decode(text, at)
             at = _skip(text, at)
             if not isinstance(key, str) or not text.startswith(":", at):
-                return None
-            value, at = decoder.raw_decode(text, _skip(text, at + 1))
-            if key == "id":
-                return _id_of({"id": value})
+                return found
+            found[key] = None
+            found[key], at = decoder.raw_decode(text, _skip(text, at + 1))
             at = _skip(text, at)
             if not text.startswith(",", at):
-                return None
+                return found
             at += 1
     except (ValueError, RecursionError):
-        return None
+        return found
 
 
 def _skip(text: str, at: int) -> int:

@@ -24,6 +24,7 @@ from unified_exec_kernel.mcp.kernel_links import GONE
 from ..kernel_harness import Kernel
 from ..server_process import JupyterServer
 from ..test_kept_sessions import runtime  # noqa: F401 - the fixture: a runtime directory of the test's own, keepers cleaned after
+from ..core.test_agent_format import parse
 from .client import connected
 
 CALL_BOUND_S = 5.0  # the issue's: a call while no kernel answers ends within 5 s
@@ -166,3 +167,26 @@ async def test_a_jupyter_servers_kernel_through_rest_restart_crash_auto_restart_
             await gone_line(agent, "exec_command", cmd="true")
     finally:
         server.stop()
+
+
+async def test_watches_carry_on_in_the_new_kernel_for_kept_sessions_and_tell_the_end_of_the_others(runtime):
+    kernel = Kernel("uexec", connection_file=str(runtime / "kernel-links.json"))
+    try:
+        kernel.run("%%uexec --keep --name kept --timeout 0\ncat")
+        async with connected("--connection-file", kernel.manager.connection_file) as agent:
+            kept = {entry["name"]: entry["session_id"] for entry in await agent.sessions()}["kept"]
+            await agent.text("watch_output", session_id=kept, pattern="MARK")
+            plain = int(parse(await agent.text("exec_command", cmd="sleep 300", login=False, yield_time_ms=250))["session"])
+            kernel.manager.restart_kernel()
+            kernel.client.wait_for_ready(timeout=60)
+            # It ended with the old kernel: told by it (its hangup's code) or, had it died untold, as closed with no code.
+            await agent.notification(lambda n: n["event"] == "exited" and n["session_id"] == plain, timeout=30)
+            deadline = time.monotonic() + 30
+            while not any(n["event"] == "output" and n["session_id"] == kept for n in agent.notifications):
+                assert time.monotonic() < deadline, agent.notifications
+                kernel.run(f"%uexec -s {kept} -t 200 MARK-after-restart")  # until the re-armed watch is there to see it
+                await asyncio.sleep(0.5)
+            lines = [line for n in agent.notifications if n["event"] == "output" and n["session_id"] == kept for line in n["lines"]]
+            assert "MARK-after-restart" in lines
+    finally:
+        kernel.manager.shutdown_kernel(now=True)

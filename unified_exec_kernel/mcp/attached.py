@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import glob
 import itertools
-import json
 import os
 import re
 import time

@@ -132,3 +132,13 @@ async def test_output_unread_between_calls_is_kept_up_to_1_mib(manager):
     assert session.buffer.max_bytes == codex.OUTPUT_MAX_BYTES
     polled = await codex.write_stdin(manager, WriteStdin(result.session_id, "\x03", yield_time_ms=2_000, max_output_tokens=300_000))
     assert (polled.original_token_count, polled.dropped_bytes) == (900_000 // 4, 0)
+
+
+async def test_a_session_is_listed_by_the_cmd_the_agent_gave_not_its_shell(manager):
+    session_id = codex.spawn(manager, ExecCommand.from_arguments({"cmd": "sleep 30 # build"}))
+    try:
+        (info,) = [info for info in manager.list_sessions() if info.session_id == session_id]
+        assert info.command == ["sleep 30 # build"]
+        assert manager.session(session_id).argv[1:] == ["-lc", "sleep 30 # build"]  # what runs is still the login shell
+    finally:
+        await manager.kill(session_id)

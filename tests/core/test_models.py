@@ -44,3 +44,11 @@ def test_a_results_repr_shows_what_says_something_and_cuts_a_long_output_to_its_
 def test_a_wait_that_ran_to_its_timeout_says_so():
     assert UnifiedExecResult(3, "").timed_out
     assert not UnifiedExecResult(None, "", exit_code=0, ended_by="exit").timed_out
+
+
+def test_a_command_is_shown_as_a_shell_reads_it_and_an_agents_cmd_as_written():
+    from unified_exec_kernel.core.models import command_line
+
+    assert command_line(["bash", "-c", "echo 'a b'"]) == """bash -c 'echo '"'"'a b'"'"''"""
+    assert command_line(["sleep 30 # build"]) == "sleep 30 # build"
+    assert command_line([]) == ""

@@ -109,3 +109,62 @@ async def test_a_kernel_of_a_jupyter_server_is_found_by_url_token_and_id(tmp_pat
         assert refused.returncode == 2 and "HTTP 403" in error.decode() and "--token" in error.decode()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_an_agents_session_is_listed_by_its_cmd_everywhere_a_person_looks(kernel, carrier):
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        session_id = int(parse(await agent.text("exec_command", cmd="sleep 30 # build", yield_time_ms=250))["session"])
+        try:
+            (entry,) = [entry for entry in await agent.sessions() if entry["session_id"] == session_id]
+            assert entry["command"] == "sleep 30 # build"
+            (row,) = [line for line in kernel.run("%uexec_sessions").splitlines() if line.startswith(f"{session_id} ")]
+            assert "sleep 30 # build" in row and "-lc" not in row
+            comm = kernel.comm_open("unified_exec")
+            kernel.comm_send(comm, {"type": "list", "request_id": "display"})
+            (listed,) = kernel.comm_messages(comm, lambda data: data.get("type") == "sessions")[-1:]
+            kernel.comm_close(comm)
+            (mine,) = [info for info in listed["sessions"] if info["session_id"] == session_id]
+            assert mine["command"] == ["sleep 30 # build"]  # what the Sessions panel shows, whole on hover
+        finally:
+            await agent.text("kill_session", session_id=session_id)
+
+
+def documented_mcp_servers() -> dict:
+    """The `mcpServers` configuration docs/agents.md shows, as a user pastes it."""
+    import json
+    import re
+
+    text = (Path(__file__).parents[2] / "docs" / "agents.md").read_text()
+    (block,) = [block for block in re.findall(r"```json\n(.*?)```", text, re.S) if "mcpServers" in block]
+    return json.loads(block)["mcpServers"]
+
+
+async def test_the_documented_configuration_works_as_pasted_with_the_sdks_bare_environment(tmp_path, monkeypatch):
+    import uuid
+    import warnings
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    runtime = tmp_path / "rt"  # not Jupyter's default runtime directory, and not passed on: the SDK drops JUPYTER_RUNTIME_DIR
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    kernel_id = str(uuid.uuid4())
+    running = Kernel("uexec", connection_file=str(runtime / f"kernel-{kernel_id}.json"))
+    try:
+        (server,) = documented_mcp_servers().values()
+        params = StdioServerParameters(command=server["command"], args=[kernel_id if arg == "KERNEL_ID" else arg for arg in server["args"]])
+        assert params.env is None and "KERNEL_ID" in server["args"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await session.call_tool("exec_command", {"cmd": "sleep 30 # pasted", "yield_time_ms": 250})
+                    text = "".join(part.text for part in result.content)
+                    assert not result.is_error and "Process running with session ID" in text, text
+                    assert "sleep 30 # pasted" in running.run("%uexec_sessions")  # it runs in that kernel
+                    await session.call_tool("kill_session", {"session_id": parse(text)["session"]})
+    finally:
+        running.shutdown()

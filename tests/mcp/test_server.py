@@ -101,7 +101,7 @@ async def test_list_sessions_shows_what_codex_ps_shows():
     assert entry["session_id"] == int(started["session"]) and entry["running"] and entry["exit_code"] is None
     assert entry["listening_ports"] == [port] and entry["last_lines"] == ["a", "b", "c"]
     assert entry["rss_bytes"] > 1_000_000 and entry["cpu_percent"] >= 0 and entry["age_seconds"] >= 0 and entry["cwd"]
-    assert entry["command"][-1].startswith("python3 -c") and entry["pid"] > 0 and entry["tty"] is False
+    assert entry["command"].startswith("python3 -c") and entry["pid"] > 0 and entry["tty"] is False  # its cmd, not the shell around it
 
 
 async def test_read_output_pages_the_journal_and_kill_session_ends_a_session():

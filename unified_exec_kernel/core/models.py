@@ -6,6 +6,7 @@ These small types are the documentation of the engine's contract; the faces
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
@@ -97,8 +98,10 @@ _REPR_OUTPUT = 300
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """A session as the faces list it; `command` is the argv the user gave (what runs may add
-    our shell integration's options, which no one asked to read)."""
+    """A session as the faces list it; `command` is what the user gave: a person's argv (what runs
+    may add our shell integration's options, which no one asked to read), an agent's `cmd` as
+    its one element (codex_profile.py: what runs is the shell wrapped around it). Every face
+    shows it with `command_line`."""
 
     session_id: int
     command: list[str] = field(default_factory=list)
@@ -110,6 +113,13 @@ class SessionInfo:
     kept: bool = False  # held by the keeper: it outlives a kernel restart
     restarts: int = 0  # kernel restarts it has lived through
     note: str = ""  # what a person should know beside its state, one line (its keeper died)
+
+
+def command_line(command: Sequence[str]) -> str:
+    """A session's command as every face shows it: an argv quoted as a shell reads it; one element as written (an agent's `cmd`)."""
+    if len(command) == 1:
+        return command[0]
+    return shlex.join(command)
 
 
 def exit_state(alive: bool, exit_code: int | None, closed: bool = False) -> str:

@@ -19,34 +19,67 @@ from __future__ import annotations
 import asyncio
 import glob
 import itertools
-import json
 import os
 import re
 import time
-import uuid
 
 from ..core.process.stats import session_stats
-from ..protocol import frames
-from ..protocol.address import find_socket
 from ..core.journal.paging import parse_range
+from ..core.models import command_line
+from .kernel_links import KernelGone, KernelLinks
 from .notify import Notifier
 from .standalone import _ESCAPES, _int, _key, _only, page_request
 
-TARGET = "unified_exec"
 REPLY_TYPES = {"result", "error", "sessions", "ok", "journal", "fired"}
 WATCH_MS = 3_600_000  # the kernel's longest watch; a watch that times out is re-armed
+_LOST = {"type": "lost"}  # put in a request's queue when its link is lost
 
 
 def connection_file_of(kernel: str) -> str:
-    """The connection file of the running kernel with this id (or unique id prefix), from the runtime directory."""
+    """The connection file of the running kernel with this id (or unique id prefix).
+
+    First in the runtime directory (`jupyter_runtime_dir()`: JUPYTER_RUNTIME_DIR,
+    else Jupyter's default); else where a running kernel of this user says its
+    file is (its `-f FILE`, as jupyter_client starts every kernel). An MCP
+    client may start us with a bare environment (the SDK's `stdio_client`
+    keeps only HOME, PATH, SHELL, TERM and a few more), so a runtime
+    directory set for the notebook's server is not necessarily ours.
+    """
     from jupyter_core.paths import jupyter_runtime_dir
 
-    found = sorted(glob.glob(os.path.join(jupyter_runtime_dir(), f"kernel-{glob.escape(kernel)}*.json")))
+    runtime = jupyter_runtime_dir()
+    found = sorted(glob.glob(os.path.join(runtime, f"kernel-{glob.escape(kernel)}*.json")))
     if not found:
-        raise LookupError(f"no running kernel {kernel!r} in {jupyter_runtime_dir()}")
+        found = sorted(set(running_connection_files(f"kernel-{kernel}")))
+    if not found:
+        raise LookupError(f"no running kernel {kernel!r} in {runtime}, nor among this user's running kernels")
     if len(found) > 1:
         raise LookupError(f"{kernel!r} names {len(found)} kernels; give more of its id")
     return found[0]
+
+
+def running_connection_files(prefix: str) -> list[str]:
+    """The connection files named `prefix*.json` that this user's running processes were started with (`-f FILE`; Linux's /proc)."""
+    found = []
+    try:
+        entries = [entry for entry in os.scandir("/proc") if entry.name.isdigit()]
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            if entry.stat().st_uid != os.geteuid():
+                continue
+            with open(os.path.join(entry.path, "cmdline"), "rb") as file:
+                argv = [part.decode("utf-8", "replace") for part in file.read(65536).split(b"\0")]
+            for flag, value in zip(argv, argv[1:]):
+                if flag != "-f" or not os.path.basename(value).startswith(prefix) or not value.endswith(".json"):
+                    continue
+                path = value if os.path.isabs(value) else os.path.join(os.readlink(os.path.join(entry.path, "cwd")), value)
+                if os.stat(path).st_uid == os.geteuid():
+                    found.append(os.path.realpath(path))
+        except OSError:
+            continue  # a process gone meanwhile, or not ours to read
+    return found
 
 
 def kernel_on_server(server: str, token: str | None, kernel: str) -> str:
@@ -91,39 +124,10 @@ class AttachedEngine:
         """`carrier`: "auto" (the direct socket where there is one, else the comm), "direct" or "comm"."""
         self.notifier = notifier
         self.connection_file = connection_file
-        self._carrier = carrier
-        self._link: DirectLink | CommLink | None = None
+        self._links = KernelLinks(connection_file, self._deliver, carrier=carrier)
         self._ids = itertools.count(1)
         self._waiting: dict[str, asyncio.Queue] = {}
-        self._connecting: asyncio.Lock | None = None
         self._watches: set[asyncio.Task] = set()
-
-    # -- the link to the kernel ----------------------------------------------
-
-    async def _connect(self) -> None:
-        if self._connecting is None:
-            self._connecting = asyncio.Lock()
-        async with self._connecting:
-            if self._link is not None:
-                return
-            socket = None if self._carrier == "comm" else find_socket(self.connection_file)
-            if socket is None and self._carrier == "direct":
-                raise ConnectionError(f"no direct socket beside {self.connection_file}")
-            if socket is not None:
-                link = DirectLink(socket, self._deliver)
-                try:
-                    await link.connect()
-                    self._link = link
-                    await self._ask({"type": "agent"}, {"ok"})  # the whole protocol on this connection
-                    return
-                except (OSError, KernelError):
-                    link.close()  # an older kernel, or a stale socket: the comm still works
-                    self._link = None
-                    if self._carrier == "direct":
-                        raise
-            link = CommLink(self.connection_file, self._deliver)
-            await link.connect()
-            self._link = link
 
     def _deliver(self, data: dict) -> None:
         queue = self._waiting.get(data.get("request_id"))
@@ -131,34 +135,42 @@ class AttachedEngine:
             queue.put_nowait(data)
 
     async def request(self, message: dict, until=REPLY_TYPES) -> dict:
-        """Send one protocol message; its answer (the first of `until`'s types for its request_id)."""
-        await self._connect()
-        return await self._ask(message, until)
+        """Send one protocol message; its answer (the first of `until`'s types for its request_id).
 
-    async def _ask(self, message: dict, until) -> dict:
+        KernelGone when no kernel answers, or when the one asked goes away before it answers.
+        """
+        link = await self._links.current()
         rid = f"mcp-{next(self._ids)}"
         queue = self._waiting[rid] = asyncio.Queue()
+
+        def lost(_future) -> None:
+            queue.put_nowait(_LOST)
+
+        link.lost.add_done_callback(lost)
         try:
-            self._link.send({**message, "request_id": rid})
+            link.send({**message, "request_id": rid})
             while True:
                 answer = await queue.get()
+                if answer is _LOST:
+                    raise KernelGone()
                 if answer.get("type") == "error":
                     raise KernelError(answer.get("message") or answer.get("error") or "the kernel refused the request")
                 if answer.get("type") in until:
                     return answer
         finally:
+            link.lost.remove_done_callback(lost)
             self._waiting.pop(rid, None)
 
     @property
     def carrier(self) -> str | None:
-        return None if self._link is None else self._link.name
+        link = self._links.link
+        return None if link is None else link.name
 
     async def close(self) -> None:
         self.notifier.close()
         for task in self._watches:
             task.cancel()
-        if self._link is not None:
-            self._link.close()
+        self._links.close()
 
     # -- the tools ------------------------------------------------------------
 
@@ -188,7 +200,7 @@ class AttachedEngine:
             described.append({
                 "session_id": entry["session_id"],
                 "name": entry["name"],
-                "command": entry["command"],
+                "command": command_line(entry["command"]),
                 "cwd": None if found is None else found.cwd,
                 "pid": entry["pid"],
                 "running": entry["alive"],
@@ -265,6 +277,7 @@ class AttachedEngine:
     async def _watching(self, session_id, pattern: str | None) -> None:
         """The kernel's `watch`, re-armed after each match: matched lines, then the exit."""
         compiled = None if pattern is None else re.compile(pattern)
+        gone = False
         while True:
             message = {"type": "watch", "session_id": session_id, "timeout_ms": WATCH_MS, "format": "text"}
             if pattern is not None:
@@ -272,7 +285,14 @@ class AttachedEngine:
             try:
                 fired = await self.request(message, until={"fired"})
             except KernelError:
+                if gone:  # the new kernel does not know it: it ended with the old one (it was not kept)
+                    self.notifier.exited(session_id, None, True, [])
                 return  # the session is gone (its exit was reported to a request)
+            except KernelGone:
+                gone = True
+                await self._links.relinked()  # a kept session lives on in the next kernel: watch it there
+                continue
+            gone = False
             if compiled is not None:
                 for line in _ESCAPES.sub("", fired["output"]).replace("\r\n", "\n").split("\n"):
                     if compiled.search(line):
@@ -283,92 +303,6 @@ class AttachedEngine:
                     code = fired["exit_code"]
                     self.notifier.exited(session_id, None if code is None else (code if code >= 0 else 128 - code), False, lines)
                 return
-
-
-class DirectLink:
-    """The kernel's direct socket (protocol/direct.py): `T` frames both ways, on the engine's loop, never behind a cell."""
-
-    name = "direct"
-
-    def __init__(self, path: str, deliver):
-        self.path = path
-        self._deliver = deliver
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task | None = None
-
-    async def connect(self) -> None:
-        reader, self._writer = await asyncio.wait_for(asyncio.open_unix_connection(self.path, limit=frames.MAX_FRAME_BYTES + 64), 10)
-        self._reader_task = asyncio.ensure_future(self._read(reader))
-
-    def send(self, message: dict) -> None:
-        self._writer.write(frames.text_frame(json.dumps(message).encode()))
-
-    async def _read(self, reader: asyncio.StreamReader) -> None:
-        try:
-            while True:
-                kind, length = frames.HEADER.unpack(await reader.readexactly(frames.HEADER.size))
-                payload = await reader.readexactly(length)
-                if kind == frames.TEXT:
-                    self._deliver(json.loads(payload))
-        except (asyncio.IncompleteReadError, OSError):
-            pass  # the kernel went away: calls waiting on it are cancelled when the server ends
-
-    def close(self) -> None:
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-        if self._writer is not None:
-            self._writer.close()
-
-
-class CommLink:
-    """The kernel's `unified_exec` comm through jupyter_client (where there is no direct socket).
-
-    Comm messages go on the shell channel: one waits while a cell runs on the main shell.
-    """
-
-    name = "comm"
-
-    def __init__(self, connection_file: str, deliver):
-        self.connection_file = connection_file
-        self._deliver = deliver
-        self._client = None
-        self._comm_id = uuid.uuid4().hex
-        self._reader_task: asyncio.Task | None = None
-
-    async def connect(self) -> None:
-        from jupyter_client.asynchronous import AsyncKernelClient
-
-        client = AsyncKernelClient(connection_file=self.connection_file)
-        client.load_connection_file()
-        client.start_channels(hb=False)  # a heartbeat late under load is no dead kernel: kernel_info answers tell
-        try:
-            await client.wait_for_ready(timeout=30)
-        except RuntimeError as error:
-            client.stop_channels()
-            raise ConnectionError(f"the kernel of {self.connection_file} does not answer: {error}") from None
-        self._client = client
-        self._reader_task = asyncio.ensure_future(self._read())
-        self._send("comm_open", {"comm_id": self._comm_id, "target_name": TARGET, "data": {}})
-
-    def send(self, message: dict) -> None:
-        self._send("comm_msg", {"comm_id": self._comm_id, "data": message})
-
-    def _send(self, msg_type: str, content: dict) -> None:
-        self._client.shell_channel.send(self._client.session.msg(msg_type, content))
-
-    async def _read(self) -> None:
-        while True:
-            msg = await self._client.get_iopub_msg()
-            content = msg.get("content", {})
-            if msg.get("msg_type") == "comm_msg" and content.get("comm_id") == self._comm_id:
-                self._deliver(content.get("data") or {})
-
-    def close(self) -> None:
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-        if self._client is not None:
-            self._send("comm_close", {"comm_id": self._comm_id, "data": {}})
-            self._client.stop_channels()
 
 
 class KernelError(ValueError):

@@ -21,6 +21,7 @@ from ..core.journal import JournalStore, open_journal
 from ..core.journal.lifetime import open_own_dir
 from ..core.journal.paging import PageRequest, page, parse_range
 from ..core.keys import signal_number
+from ..core.models import command_line
 from ..core.manager import UnifiedExecSessionManager
 from ..core.agent_format import shell_exit_status
 from ..core.process.stats import session_stats
@@ -136,7 +137,7 @@ def describe(session: PtySession, stats) -> dict:
     return {
         "session_id": session.session_id,
         "name": session.name,
-        "command": session.command,
+        "command": command_line(session.command),
         "cwd": None if stats is None else stats.cwd,
         "pid": session.pid,
         "tty": session.tty,

@@ -8,6 +8,13 @@ Pipes can be read and written by the loop itself (`connect_read_pipe`,
 `connect_write_pipe`), so here they are; the SDK still frames, parses and
 dispatches every message (its `stdio_server` given these two streams).
 
+Every request gets an answer (the SDK drops a message it cannot validate,
+and its client then waits for ever): a line that is too long, not UTF-8, not
+JSON, not a JSON-RPC message, or that holds a lone surrogate (`"\\ud800"`,
+which Python's json.dumps writes) is answered here, in one line, when an id
+can be found in it (incoming.py); one without is logged once, to stderr.
+Only what the SDK's own check accepts is handed to it.
+
 As the SDK does, fd 0 and fd 1 are moved out of the way while serving
 (the null device and stderr): a stray read or print of the server, or of
 anything it starts that inherits them, never reaches the wire. Standard
@@ -19,28 +26,59 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import stat
 
 from mcp.server.stdio import stdio_server
 
-LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message (a write_stdin's 1 MiB `chars` escaped fits many times)
+from .incoming import LINE_LIMIT, TooLong, check
+
+log = logging.getLogger(__name__)
+
+HEAD_BYTES = 64 * 1024
+"""What is kept of a line over LINE_LIMIT, to find its id in."""
 
 
 class _Lines:
-    """`async for line in stdin`, as the SDK reads its stdin: text lines until EOF."""
+    """`async for line in stdin`, as the SDK reads its stdin: the lines it can take; the others answered here."""
 
-    def __init__(self, reader: asyncio.StreamReader):
+    def __init__(self, reader: asyncio.StreamReader, out: _Out):
         self._reader = reader
+        self._out = out
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", "replace")
+        while True:
+            line = await self._read_line()
+            if not line:
+                raise StopAsyncIteration
+            text, answer, dropped = check(line)
+            if text is not None:
+                return text
+            if answer is not None:
+                self._out.write_now(answer)
+            elif dropped is not None:
+                log.warning("uexec mcp: dropped a message with no id to answer: %s", dropped)
+
+    async def _read_line(self) -> bytes | TooLong:
+        """One line, or what is kept of one over LINE_LIMIT (the rest read and dropped: memory stays bounded)."""
+        try:
+            return await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            return end.partial  # EOF: a last line without its newline, or nothing
+        except asyncio.LimitOverrunError as over:
+            head = await self._reader.read(min(over.consumed, HEAD_BYTES))
+            length = len(head) + len(await self._reader.read(over.consumed - len(head)))
+        while True:
+            try:
+                return TooLong(head, length + len(await self._reader.readuntil(b"\n")))
+            except asyncio.IncompleteReadError as end:
+                return TooLong(head, length + len(end.partial))
+            except asyncio.LimitOverrunError as over:
+                length += len(await self._reader.read(over.consumed))
 
 
 class _Out:
@@ -52,6 +90,10 @@ class _Out:
 
     async def write(self, text: str) -> None:
         self._transport.write(text.encode("utf-8"))
+
+    def write_now(self, line: bytes) -> None:
+        """A whole line of our own (an error answer): the SDK's writes are whole lines too, on this loop, so none interleave."""
+        self._transport.write(line)
 
     async def flush(self) -> None:
         await self._protocol.drained()
@@ -108,7 +150,8 @@ async def serve_stdio():
         transports.append(transport)
         transport, protocol = await loop.connect_write_pipe(_Drain, os.fdopen(wire_out, "wb", buffering=0))
         transports.append(transport)
-        async with stdio_server(_Lines(reader), _Out(transport, protocol)) as streams:
+        out = _Out(transport, protocol)
+        async with stdio_server(_Lines(reader, out), out) as streams:
             yield streams
     finally:
         for transport in transports:

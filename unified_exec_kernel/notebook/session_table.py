@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Iterable
 from html import escape
 
-from ..core.models import SessionInfo
+from ..core.models import SessionInfo, command_line
 
 
 class SessionTable:
@@ -58,7 +57,7 @@ def kept_label(info: SessionInfo) -> str:
 
 def command_label(argv: list[str], width: int = 60) -> str:
     """A command on one line (a --shell script has newlines), shortened to `width`."""
-    label = shlex.join(arg.rstrip("\n") for arg in argv).replace("\n", "↵")
+    label = command_line([arg.rstrip("\n") for arg in argv]).replace("\n", "↵")
     return label if len(label) <= width else label[: width - 1] + "…"
 
 

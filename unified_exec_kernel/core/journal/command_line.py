@@ -34,6 +34,7 @@ _CSI = re.compile(r"\x1b\[([0-?]*)[ -/]*([@-~])")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _OTHER_ESCAPE = re.compile(r"\x1b[ -/]*[0-~]?")
 # The continuation prompts bash (PS2 `> `) and zsh (`%_> `: the open constructs) print by default.
+_PLAIN = re.compile(r"[ -~]+")
 _CONTINUATION = re.compile(r"(?:[a-z]+ )*[a-z]*> ")
 
 
@@ -68,6 +69,11 @@ class _Screen:
     def feed(self, text: str) -> None:
         index, length = 0, len(text)
         while index < length:
+            plain = _PLAIN.match(text, index)
+            if plain is not None:  # most of an echo: drawn a row's worth at a time
+                self._draw_plain(plain[0])
+                index = plain.end()
+                continue
             char = text[index]
             if char == "\x1b":
                 index = self._escape(text, index)
@@ -108,6 +114,24 @@ class _Screen:
             self.col, self.pending = self.cols - 1, True
         else:
             self.col += width
+
+    def _draw_plain(self, run: str) -> None:
+        """Printable ASCII, one cell each: as `_draw` would, a slice per row."""
+        while run:
+            if self.pending:
+                self.wrapped[self.row] = True
+                self._move_to_row(self.row + 1)
+                self.col = 0
+            piece, run = run[: self.cols - self.col], run[self.cols - self.col :]
+            cells = self.rows[self.row]
+            end = self.col + len(piece)
+            if len(cells) < end:
+                cells.extend([None] * (end - len(cells)))
+            cells[self.col : end] = piece
+            if end >= self.cols:
+                self.col, self.pending = self.cols - 1, True
+            else:
+                self.col = end
 
     def _move_to_row(self, row: int) -> None:
         row = min(max(row, 0), MAX_ROWS - 1)

@@ -31,8 +31,9 @@ from .command_line import command_text
 from .reader import open_journal
 from .writer import MAX_EVENT_BYTES, JournalFile, JournalWriter
 
-MAX_ECHO_BYTES = 16 * 1024
-"""What is kept of a prompt and its echo (a background job printing at the prompt must not grow it)."""
+MAX_ECHO_BYTES = 8 * 1024
+"""What is kept of a prompt and its echo: a background job printing at the prompt must not grow it, and
+the replay at the command's start runs on the loop (~1 ms per KB of escapes or wide characters)."""
 GATHER_S = 0.02
 
 

@@ -17,14 +17,14 @@ from ..stubborn import async_wait_until
 from .helpers import journaled, written
 
 
-async def _type_a_key_at_a_time(session, text: str) -> None:
-    """Each key once the terminal echoed the last, as a person types: the line editor redraws per key."""
-    for char in text:
+async def _keys(session, keys) -> None:
+    """Each key (or string) once the terminal echoed the last, as a person types: the line editor redraws per key."""
+    for key in keys:
         before = session.offset
-        session.write(char)
+        session.write(key)
         deadline = time.monotonic() + 10
         while session.offset == before:
-            assert time.monotonic() < deadline, f"no echo of {char!r}"
+            assert time.monotonic() < deadline, f"no echo of {key!r}"
             await asyncio.sleep(0.002)
 
 
@@ -36,7 +36,7 @@ async def test_a_long_line_typed_into_a_narrow_shell_is_recorded_as_typed(tmp_pa
         await manager.start(argv, name="narrow", env={"TERM": "xterm-256color", "HOME": str(tmp_path)})
         session = manager.session("narrow")
         session.resize(24, 30)
-        await _type_a_key_at_a_time(session, typed)
+        await _keys(session, typed)
         result = await manager.write("narrow", "\n")
         assert result.command_exit_code == 0, result.output
         with await written(store, "narrow") as journal:
@@ -81,16 +81,6 @@ EDITS = [
 LONG = "echo " + " ".join(f"w{i}" for i in range(16))  # 82 characters, typed a key at a time: wraps twice at 40
 
 
-async def _keys(session, keys: list[str]) -> None:
-    for key in keys:
-        before = session.offset
-        session.write(key)
-        deadline = time.monotonic() + 10
-        while session.offset == before:
-            assert time.monotonic() < deadline, f"no echo of {key!r}"
-            await asyncio.sleep(0.002)
-
-
 RCS = {"bash": (".bashrc", "PS1='$ '\n"), "zsh": (".zshrc", "PS1='%% '\n")}
 
 
@@ -112,7 +102,7 @@ async def test_the_commands_list_says_what_the_terminal_showed_after_each_edit(t
             await _keys(session, keys)
             result = await manager.write("sh", "\r")
             assert result.command_exit_code == 0, (keys, result.output)
-        await _type_a_key_at_a_time(session, LONG)
+        await _keys(session, LONG)
         assert (await manager.write("sh", "\r")).command_exit_code == 0
         with await written(store, "sh") as journal:
             assert [command.text for command in journal.chapters()] == [typed for _, typed in EDITS] + [LONG]

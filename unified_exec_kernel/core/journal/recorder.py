@@ -14,7 +14,7 @@ as a terminal draws it (`command_line.py`): that covers a line a cell typed,
 one typed into a live view key by key and edited, and one pasted, in the
 shell's own words. A kept session taken back by a new kernel may be waiting
 at a prompt the last kernel saw: its echo so far is read back from the
-journal (`seed`), so the first command typed after a restart has its text
+journal (`take_up`), so the first command typed after a restart has its text
 whoever types it.
 """
 

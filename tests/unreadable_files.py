@@ -5,16 +5,15 @@ ends a line, a FIFO nobody writes to, a directory, a name that is not there,
 a file whose first line, or a later one, is 100 MB (sparse: no disk used).
 A reader that blocked or grew without bound must fail the test, not hang
 the suite or wake the OOM killer: the child runs under RLIMIT_AS and a
-deadline, and its peak RSS (from wait4) is the measure.
+deadline, and its peak RSS (from wait4, in a small launcher) is the measure.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
-import time
+import sys
 from dataclasses import dataclass
 
 HUGE = 100 * 2**20
@@ -66,27 +65,37 @@ class Finished:
     returncode: int | None  # None: killed at the deadline
     stdout: str
     stderr: str
-    peak_kb: int
+    peak_kb: int | None  # None: killed at the deadline
+
+
+# The child is started by a small python (no site: ~9 MB) and its peak RSS read by wait4 there: a
+# process forked from pytest itself would count pytest's own pages, which the high-water mark keeps
+# across exec.
+_LAUNCHER = """
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[3], sys.argv[3:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)
+"""
 
 
 def run_bounded(argv: list[str], folder, timeout: float = DEADLINE_S) -> Finished:
     """Run `argv` with its address space limited; kill it at the deadline. Its output and peak RSS."""
-    out_path, err_path = os.path.join(folder, "child.out"), os.path.join(folder, "child.err")
+    out_path, err_path, peak_path = (os.path.join(folder, f"child.{name}") for name in ("out", "err", "peak"))
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY)))
-    deadline = time.monotonic() + timeout
-    returncode = None
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            returncode = os.waitstatus_to_exitcode(status)
-            break
-        if time.monotonic() > deadline:
-            os.killpg(child.pid, signal.SIGKILL)
-            pid, status, usage = os.wait4(child.pid, 0)
-            break
-        time.sleep(0.05)
-    child.returncode = returncode if returncode is not None else -9  # reaped here: Popen must not wait again
+        child = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, peak_path, str(CHILD_MEMORY), *argv],
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+    try:
+        returncode = child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        returncode = None
     with open(out_path, encoding="utf-8", errors="replace") as out, open(err_path, encoding="utf-8", errors="replace") as err:
-        return Finished(returncode, out.read(), err.read(), usage.ru_maxrss)
+        peak = int(open(peak_path).read()) if returncode is not None else None
+        return Finished(returncode, out.read(), err.read(), peak)

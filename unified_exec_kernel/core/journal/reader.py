@@ -36,7 +36,8 @@ class Event:
 class Journal:
     """An open recording; see the module docstring. Cheap to open: read, then let it go."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, indexed: bool = True):
+        """`indexed=False`: for `events()` alone (chapters, bytes and lines are then empty)."""
         self.path = path
         self._file = open_file(path)
         try:
@@ -44,13 +45,18 @@ class Journal:
             self.header = _header(path, first)
             self.version = self.header["version"]
             index_path, marks_path = path + INDEX_SUFFIX, path + MARKS_SUFFIX
-            if self.version == 3 and os.path.isfile(index_path) and os.path.isfile(marks_path):
+            if not indexed:
+                # Only `events()` will be asked for (an export): it checks every line as it goes, and
+                # nothing held grows with the file (an index holds 32 bytes per event).
+                self.records, self.marks, self.end = Records(b""), Marks(), 0
+            elif self.version == 3 and os.path.isfile(index_path) and os.path.isfile(marks_path):
                 with open_file(index_path) as index:
                     self.records = Records(index.read())
                 self.marks = Marks.read(marks_path)
             else:
                 self.records, self.marks = self._scan(len(first))
-            self.end = self._end_offset()
+            if indexed:
+                self.end = self._end_offset()
         except BaseException:
             self._file.close()
             raise
@@ -84,8 +90,12 @@ class Journal:
             if not line.strip():
                 continue
             if line.startswith(b"#"):
+                text = line.decode("utf-8", "replace").rstrip("\n")
+                note = cast.parse_note(text) if self.version == 3 else None
+                if note is not None:
+                    _check_note(self.path, number, note)  # as the scan does: an unindexed export checks here
                 if comments and line.endswith(b"\n"):
-                    yield Event(now, "#", line.decode("utf-8", "replace").rstrip("\n"))
+                    yield Event(now, "#", text)
                 continue
             event = _event(self.path, number, line)
             if event is None:
@@ -303,9 +313,10 @@ def as_given(message: str, path: str, given: str | None) -> str:
     return message
 
 
-def open_journal(path: str) -> Journal:
-    """Open a journal or asciicast recording; raises JournalError (one line) if it is not one."""
-    return Journal(path)
+def open_journal(path: str, *, indexed: bool = True) -> Journal:
+    """Open a journal or asciicast recording; raises JournalError (one line) if it is not one.
+    `indexed=False`: only its events will be read, in order (see `Journal`)."""
+    return Journal(path, indexed=indexed)
 
 
 def _header(path: str, line: bytes) -> dict:

@@ -53,7 +53,7 @@ def open_file(path: str) -> BinaryIO:
     try:
         kind = what_it_is(os.fstat(fd).st_mode)
         if kind is not None:
-            raise JournalError(f"{os.path.basename(path) or path} is {kind}, not a recording: only a regular file is read")
+            raise JournalError(f"{path} is {kind}, not a recording: only a regular file is read")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

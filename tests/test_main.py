@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ from unified_exec_kernel.core.journal import JournalStore, open_journal
 from unified_exec_kernel.core.manager import UnifiedExecSessionManager
 
 from .malformed_casts import MALFORMED
+from .unreadable_files import PEAK_KB, SAYS, run_bounded, unreadable_files
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -62,3 +64,28 @@ async def test_record_v2_counts_only_the_events_it_wrote(tmp_path):
     done = await asyncio.to_thread(cli, "record", journal, str(tmp_path / "out.cast"), "--v2")
     written = len((tmp_path / "out.cast").read_text().splitlines()) - 1  # the header is no event
     assert done.stdout == f"wrote {tmp_path / 'out.cast'}: asciicast v2, {written:,} events\n"
+
+
+@pytest.mark.parametrize("name", sorted(SAYS))
+def test_record_of_what_is_no_recording_is_one_line_in_bounded_memory(tmp_path, name):
+    """/dev/zero was read as one endless first line (MemoryError, or the OOM killer) and a FIFO blocked for ever."""
+    path = unreadable_files(tmp_path)[name]
+    done = run_bounded([sys.executable, "-m", "unified_exec_kernel", "record", path, str(tmp_path / "out.cast")], tmp_path)
+    assert done.returncode == 1 and done.stdout == "", (done.returncode, done.stderr[-2000:])
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and SAYS[name] in done.stderr, done.stderr
+    assert os.path.basename(path) in done.stderr
+    assert done.peak_kb < PEAK_KB, f"{done.peak_kb} KB"
+    assert not (tmp_path / "out.cast").exists()
+
+
+@pytest.mark.timeout(300)  # a loaded machine writes 200,000 events in a minute or more
+def test_record_of_a_recording_of_many_events_holds_none_of_them(tmp_path):
+    """The export streams: an index of the file (32 bytes per event, built with copies) came first,
+    ~13 MB over python's own 25 MB here."""
+    path = tmp_path / "many.cast"
+    with open(path, "wb") as file:
+        file.write(b'{"version": 2, "width": 80, "height": 24}\n')
+        file.write(b'[1, "o", "x"]\n' * 200_000)
+    done = run_bounded([sys.executable, "-m", "unified_exec_kernel", "record", str(path), str(tmp_path / "out.cast")], tmp_path, timeout=240)
+    assert done.returncode == 0 and done.stdout.startswith(f"wrote {tmp_path / 'out.cast'}: asciicast v3, 200,000 events"), (done.stdout, done.stderr[-2000:])
+    assert done.peak_kb < 32 * 1024, f"{done.peak_kb} KB"  # main: 38 MB

@@ -66,7 +66,7 @@ def record(argv: list[str]) -> int:
 
     version = 2 if args.v2 else 3
     try:
-        with open_journal(args.journal) as journal:
+        with open_journal(args.journal, indexed=False) as journal:
             events = export(journal, args.file, version=version)
     except UNEXPECTED as error:  # JournalError among them: the file's problem, in one line
         print(f"error: {unreadable(args.journal, error)}", file=sys.stderr)

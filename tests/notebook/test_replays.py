@@ -54,3 +54,19 @@ def test_every_malformed_recording_is_one_line_naming_it(kernel, tmp_path):
         lines = [line for line in execution.text.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith(f"UsageError: {tmp_path / name} "), (name, execution.text)  # the file as given
     assert kernel.run("print(6 * 7)").strip() == "42"
+
+
+def test_what_is_no_recording_is_one_line_in_bounded_memory_and_the_kernel_lives_on(kernel, tmp_path):
+    """A FIFO or /dev/zero was taken for a session's name ("no file"); a 100 MB line was read whole."""
+    from ..unreadable_files import SAYS, unreadable_files
+
+    says = {**SAYS, "directory": "(a directory), and no journal for session", "missing": "no file"}
+    peak = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    before = int(kernel.run(peak))
+    for name, path in sorted(unreadable_files(tmp_path).items()):
+        execution = kernel.execute(f"%uexec_replay {path}", timeout=60)
+        lines = [line for line in execution.text.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("UsageError: ") and says[name] in lines[0], (name, execution.text)
+        assert path in lines[0] or name == "device" and "/dev/zero" in lines[0], (name, lines[0])
+    assert int(kernel.run(peak)) - before < 64 * 1024  # KB: a line is never held past its bound
+    assert kernel.run("print(6 * 7)").strip() == "42"

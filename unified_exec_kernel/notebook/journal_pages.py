@@ -137,7 +137,7 @@ def _chapters(path: str):
 
 def _export(path: str, destination: str, version: int) -> int:
     try:
-        with open_journal(path) as journal:
+        with open_journal(path, indexed=False) as journal:
             return export(journal, destination, version=version)
     except UNEXPECTED as error:  # JournalError among them
         raise UsageError(str(unreadable(path, error))) from None

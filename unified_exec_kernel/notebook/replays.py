@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 
 from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..core.journal import JournalNotFound, JournalStore, open_journal
-from ..core.journal.reader import UNEXPECTED, unreadable
+from ..core.journal.reader import UNEXPECTED, as_given, unreadable
 from ..core.journal.playback import Playback, TooLargeToPlay, playback
 
 
@@ -22,27 +23,32 @@ async def show_replay(store: JournalStore | None, source: str, views, *, idle_li
     if views is None or views.unavailable() is not None:
         reason = "no live view here" if views is None else views.unavailable()
         raise UsageError(f"%uexec_replay shows a player, which needs the live view: {reason}")
-    path, title = _recording(store, source)
-    is_file = os.path.isfile(os.path.expanduser(source))
-    if store is not None and not is_file:
+    path, title, given = _recording(store, source)
+    if store is not None and given is None:
         await asyncio.wrap_future(store.flushed())  # what the session printed so far is on disk
-    played = await asyncio.get_running_loop().run_in_executor(None, _read, path, idle_limit, source if is_file else None)
+    played = await asyncio.get_running_loop().run_in_executor(None, _read, path, idle_limit, given)
     display(views.replay(played, title))
 
 
-def _recording(store: JournalStore | None, source: str) -> tuple[str, str]:
-    """(path, title): a file if there is one at `source`, else the journal of the session so named."""
+def _recording(store: JournalStore | None, source: str) -> tuple[str, str, str | None]:
+    """(path, title, the file as given): a file if there is one at `source`, else the journal of
+    the session so named. A FIFO or a device there is a file the reader refuses (in one line),
+    never a session's name; a directory may share a session's name."""
     path = os.path.expanduser(source)
-    if os.path.isfile(path):
-        return path, os.path.basename(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISDIR(mode):
+        return path, os.path.basename(path), source
     if store is None:
         raise UsageError(f"no file {source!r}, and journals are off in this kernel (c.UnifiedExec.journal = False)")
     key: int | str = int(source) if source.isdigit() else source
     try:
         entry = store.find(key)
     except JournalNotFound as error:
-        raise UsageError(f"no file {source!r}, and {error}") from None
-    return entry.path, " ".join(entry.command) if entry.command else entry.label
+        raise UsageError(f"no file {source!r}" + (" (a directory)" if mode is not None else "") + f", and {error}") from None
+    return entry.path, " ".join(entry.command) if entry.command else entry.label, None
 
 
 def _read(path: str, idle_limit: float | None, given: str | None) -> Playback:
@@ -51,14 +57,6 @@ def _read(path: str, idle_limit: float | None, given: str | None) -> Playback:
         with open_journal(path) as journal:
             return playback(journal, idle_limit=idle_limit)
     except TooLargeToPlay as error:
-        raise UsageError(_as_given(str(error), path, given)) from None
+        raise UsageError(as_given(str(error), path, given)) from None
     except UNEXPECTED as error:  # JournalError among them
-        raise UsageError(_as_given(str(unreadable(path, error)), path, given)) from None
-
-
-def _as_given(message: str, path: str, given: str | None) -> str:
-    """A refusal names the file as the user named it (the reader names its base name)."""
-    base = os.path.basename(path)
-    if given is not None and message.startswith(base + " "):
-        return given + message[len(base) :]
-    return message
+        raise UsageError(as_given(str(unreadable(path, error)), path, given)) from None

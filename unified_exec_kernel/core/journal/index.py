@@ -23,6 +23,8 @@ import json
 import struct
 from dataclasses import dataclass
 
+from .source import bounded_lines, open_file
+
 RECORD = struct.Struct("<QQQQ")  # output offset, file position, newlines before, time (us)
 INDEX_SUFFIX = ".idx"
 MARKS_SUFFIX = ".marks"
@@ -116,8 +118,8 @@ class Marks:
     @classmethod
     def read(cls, path: str) -> Marks:
         marks = cls()
-        with open(path, "rb") as file:
-            for line in file:
+        with open_file(path) as file:
+            for line in bounded_lines(file, path):
                 if not line.endswith(b"\n"):
                     break  # the writer is in the middle of this one
                 try:

@@ -8,7 +8,9 @@ structures. For a player: `events()` yields every event with its absolute
 time, `chapters()` the commands (text, exit code, times, byte ranges).
 
 Anything that is not a readable asciicast file raises `JournalError` with
-one line saying what is wrong with it.
+one line saying what is wrong with it: a FIFO, a device or a directory
+before anything is read, a line longer than the reader takes (`source.py`)
+before it is held whole.
 """
 
 from __future__ import annotations
@@ -21,12 +23,7 @@ from dataclasses import dataclass
 
 from . import format as cast
 from .index import INDEX_SUFFIX, LINES, MARKS_SUFFIX, OFFSET, RECORD, Command, Drop, Marks, Records
-
-
-class JournalError(ValueError):
-    """The file cannot be read as asciicast; the message is one line for a person."""
-
-    name = "BadJournal"
+from .source import MAX_HEADER_BYTES, JournalError, bounded_lines, open_file, read_line
 
 
 @dataclass(frozen=True)
@@ -39,23 +36,30 @@ class Event:
 class Journal:
     """An open recording; see the module docstring. Cheap to open: read, then let it go."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, indexed: bool = True):
+        """`indexed=False`: for `events()` alone (chapters, bytes and lines are then empty)."""
         self.path = path
+        self._file = open_file(path)
         try:
-            self._file = open(path, "rb")  # noqa: SIM115 - closed by close()/the context manager
-        except OSError as error:
-            raise JournalError(f"cannot read {path}: {error.strerror or error}") from None
-        first = self._file.readline()
-        self.header = _header(path, first)
-        self.version = self.header["version"]
-        index_path, marks_path = path + INDEX_SUFFIX, path + MARKS_SUFFIX
-        if self.version == 3 and os.path.exists(index_path) and os.path.exists(marks_path):
-            with open(index_path, "rb") as index:
-                self.records = Records(index.read())
-            self.marks = Marks.read(marks_path)
-        else:
-            self.records, self.marks = self._scan(len(first))
-        self.end = self._end_offset()
+            first = read_line(self._file, path, MAX_HEADER_BYTES, "its first line (the header)")
+            self.header = _header(path, first)
+            self.version = self.header["version"]
+            index_path, marks_path = path + INDEX_SUFFIX, path + MARKS_SUFFIX
+            if not indexed:
+                # Only `events()` will be asked for (an export): it checks every line as it goes, and
+                # nothing held grows with the file (an index holds 32 bytes per event).
+                self.records, self.marks, self.end = Records(b""), Marks(), 0
+            elif self.version == 3 and os.path.isfile(index_path) and os.path.isfile(marks_path):
+                with open_file(index_path) as index:
+                    self.records = Records(index.read())
+                self.marks = Marks.read(marks_path)
+            else:
+                self.records, self.marks = self._scan(len(first))
+            if indexed:
+                self.end = self._end_offset()
+        except BaseException:
+            self._file.close()
+            raise
 
     def close(self) -> None:
         self._file.close()
@@ -80,14 +84,18 @@ class Journal:
         """Every event in order, with its absolute time. `comments`: v3's comment lines too
         (code `#`, data the whole line; ours carry commands' exit codes and drops)."""
         self._file.seek(0)
-        self._file.readline()
+        read_line(self._file, self.path, MAX_HEADER_BYTES, "its first line (the header)")
         now = 0.0
-        for number, line in enumerate(self._file, start=2):
+        for number, line in enumerate(bounded_lines(self._file, self.path), start=2):
             if not line.strip():
                 continue
             if line.startswith(b"#"):
+                text = line.decode("utf-8", "replace").rstrip("\n")
+                note = cast.parse_note(text) if self.version == 3 else None
+                if note is not None:
+                    _check_note(self.path, number, note)  # as the scan does: an unindexed export checks here
                 if comments and line.endswith(b"\n"):
-                    yield Event(now, "#", line.decode("utf-8", "replace").rstrip("\n"))
+                    yield Event(now, "#", text)
                 continue
             event = _event(self.path, number, line)
             if event is None:
@@ -192,7 +200,7 @@ class Journal:
         offset = self.records[index][OFFSET]
         self._file.seek(self.records[index][1])
         record = index
-        for line in self._file:
+        for line in bounded_lines(self._file, self.path):
             if line.startswith(b"#") or not line.strip():
                 continue
             event = _event(self.path, 0, line, strict=False)
@@ -209,7 +217,7 @@ class Journal:
 
     def _output_at(self, position: int) -> bytes:
         self._file.seek(position)
-        event = _event(self.path, 0, self._file.readline(), strict=False)
+        event = _event(self.path, 0, read_line(self._file, self.path), strict=False)
         return event[2].encode("utf-8", "surrogatepass") if event and event[1] == "o" else b""
 
     def _end_offset(self) -> int:
@@ -225,7 +233,7 @@ class Journal:
         records, marks = bytearray(), Marks()
         position, offset, lines, now = header_length, 0, 0, 0.0
         self._file.seek(header_length)
-        for number, line in enumerate(self._file, start=2):
+        for number, line in enumerate(bounded_lines(self._file, self.path), start=2):
             at, position = position, position + len(line)
             if not line.strip():
                 continue
@@ -295,9 +303,20 @@ def unreadable(path: str, error: BaseException) -> JournalError:
     return JournalError(f"{os.path.basename(path)} cannot be read: {type(error).__name__}: {error}".splitlines()[0])
 
 
-def open_journal(path: str) -> Journal:
-    """Open a journal or asciicast recording; raises JournalError (one line) if it is not one."""
-    return Journal(path)
+def as_given(message: str, path: str, given: str | None) -> str:
+    """A refusal naming the file as the user named it (the reader names its base name)."""
+    base = os.path.basename(path)
+    if given is not None and message.startswith(base + " "):
+        return given + message[len(base) :]
+    if given is not None and message.startswith(base + ":"):
+        return given + message[len(base) :]
+    return message
+
+
+def open_journal(path: str, *, indexed: bool = True) -> Journal:
+    """Open a journal or asciicast recording; raises JournalError (one line) if it is not one.
+    `indexed=False`: only its events will be read, in order (see `Journal`)."""
+    return Journal(path, indexed=indexed)
 
 
 def _header(path: str, line: bytes) -> dict:

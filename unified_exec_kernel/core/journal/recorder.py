@@ -8,27 +8,33 @@ thread a few times a second per 64 KB instead of once per 4 KB read, and
 each wake-up takes the GIL from this loop. Anything else the session tells
 (a command, a resize, the exit) sends what was gathered first, so the order
 holds; `flush` sends it now (a reader's barrier does).
-A command's text is what the terminal echoed between the shell's prompt end
-(B) and its command start (C): that covers a line a cell typed, one typed
-into a live view key by key, and one pasted, in the shell's own words.
+A command's text is what the terminal showed between the shell's prompt end
+(B) and its command start (C), the echo replayed from the prompt's start (A)
+as a terminal draws it (`command_line.py`): that covers a line a cell typed,
+one typed into a live view key by key and edited, and one pasted, in the
+shell's own words. A kept session taken back by a new kernel may be waiting
+at a prompt the last kernel saw: its echo so far is read back from the
+journal (`take_up`), so the first command typed after a restart has its text
+whoever types it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable
 
 from ..agent_format import shell_exit_status
 from ..completion.semantic_prompt import PromptEvent
 from ..session import PtySession
+from .command_line import command_text
+from .reader import open_journal
 from .writer import MAX_EVENT_BYTES, JournalFile, JournalWriter
 
-MAX_ECHO_BYTES = 4096
+MAX_ECHO_BYTES = 8 * 1024
+"""What is kept of a prompt and its echo: a background job printing at the prompt must not grow it, and
+the replay at the command's start runs on the loop (~1 ms per KB of escapes or wide characters)."""
 GATHER_S = 0.02
-MAX_LABEL_CHARS = 1000
-_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
 
 
 class SessionRecorder:
@@ -38,7 +44,11 @@ class SessionRecorder:
         self.session = session
         self.writer = writer
         self.journal = journal
-        self._echo: bytearray | None = None  # what the terminal echoed since the prompt ended
+        self._echo: bytearray | None = None  # what the terminal drew since the prompt started (A)
+        self._prompt_end: int | None = None  # where in it the prompt ended (the last B)
+        self._cols = session.size[1]
+        self._taken_up: tuple[str, int] | None = None  # a kept session's journal, until the first output heard
+        self._seeded: tuple[int, int | None] | None = None
         self._command_open = False
         self._gathered = bytearray()
         self._gathered_at = (0.0, 0)  # the time and offset of its first byte
@@ -53,6 +63,8 @@ class SessionRecorder:
             self._stops.append(session.on_input(self._on_input))
 
     def _on_output(self, data: bytes, offset: int) -> None:
+        if self._taken_up is not None:
+            self._heard()
         gathered = self._gathered
         if gathered and (self._gathered_at[1] + len(gathered) != offset or len(gathered) + len(data) > MAX_EVENT_BYTES):
             self.flush()
@@ -80,23 +92,61 @@ class SessionRecorder:
     def _on_prompt(self, mark: PromptEvent) -> None:
         if not mark.ours:
             return
+        if self._taken_up is not None:
+            self._heard()
         self.flush()
         now = time.monotonic()
-        if mark.kind == "B":
-            self._echo = bytearray()
+        if mark.kind == "A":
+            self._echo, self._prompt_end = bytearray(), None
+        elif mark.kind == "B":
+            if self._echo is None:  # no start seen: the prompt's width is unknown, counted from here
+                self._echo = bytearray()
+            self._prompt_end = len(self._echo)
         elif mark.kind == "C":
-            label = command_text(bytes(self._echo or b""))
-            self._echo = None
+            label = "" if self._echo is None else command_text(bytes(self._echo), self._prompt_end, cols=self._cols)
+            self._echo = self._prompt_end = None
             self._command_open = True
             self.writer.put(("m", self.journal, now, label, mark.index))
         elif mark.kind == "D" and self._command_open:
             self._command_open = False
             self.writer.put(("end", self.journal, now, mark.exit_status, mark.index))
-        elif mark.kind == "A":
-            self._echo = None
+
+    def take_up(self, path: str, journaled_until: int) -> None:
+        """A kept session taken back: its journal at `path` holds its output up to `journaled_until`.
+
+        If the shell waits at a prompt the last kernel saw, what the terminal drew since that
+        prompt started is read back, so the command typed there gets its text. The prompt
+        is the one the keeper's last acknowledgement knew; markers the keeper sends again
+        (past that point) reach the session but not its listeners, so the first thing this
+        recorder hears checks the prompt again and reads once more if it moved.
+        """
+        self._taken_up = (path, journaled_until)
+        self._seed_from_journal()
+
+    def _seed_from_journal(self) -> None:
+        path, end = self._taken_up
+        prompt = self._seeded = self.session.prompt
+        if prompt is None or prompt[0] >= end:
+            return
+        start, prompt_end = prompt
+        try:
+            with open_journal(path) as journal:
+                echo = journal.read(start, end, limit=MAX_ECHO_BYTES)
+        except (OSError, ValueError):
+            return  # the text of that one command stays empty; nothing else depends on it
+        self._echo = bytearray(echo)
+        self._prompt_end = None if prompt_end is None else prompt_end - start
+
+    def _heard(self) -> None:
+        """The first output or marker after a take-back: the prompt may have moved in what was sent again."""
+        if self._taken_up is not None:
+            if self.session.prompt is not None and self.session.prompt != self._seeded:
+                self._seed_from_journal()
+            self._taken_up = None
 
     def _on_resize(self, rows: int, cols: int) -> None:
         self.flush()
+        self._cols = cols
         self.writer.put(("r", self.journal, time.monotonic(), f"{cols}x{rows}"))
 
     def _on_input(self, data: bytes) -> None:
@@ -124,67 +174,3 @@ class SessionRecorder:
         # The journal outlives the session; its buffers (hundreds of KB) must not live on with it.
         self.session = None
         self.writer.put(("close", self.journal))
-
-
-def command_text(echo: bytes) -> str:
-    """The command line a terminal echoed: escapes and line editing out, continuation prompts too.
-
-    Each line is replayed on a cursor, as the terminal drew it: a character
-    overwrites, `\b` and `ESC[nD` move left, `ESC[nC` right, `ESC[K` erases to
-    the end, and `\r` goes back to the start of the row. A line longer than
-    the terminal is wide wraps, and the line editor marks the new row: bash
-    writes a space there and `\r`, zsh a space, `\r`, `ESC[K`; the space is
-    overwritten by what follows (it read as a space in the command), and from
-    then on `\r` returns to that row's start.
-    """
-    lines = []
-    for number, raw in enumerate(echo.split(b"\n")):
-        cleaned = _replay_line(raw.decode("utf-8", "replace")).rstrip()
-        if number and cleaned.startswith("> "):
-            cleaned = cleaned[2:]  # the shell's continuation prompt (PS2)
-        if cleaned.strip():
-            lines.append(cleaned)
-    return "\n".join(lines)[:MAX_LABEL_CHARS]
-
-
-_CURSOR = re.compile(r"\x1b\[([0-9]*)([CDK])")
-_OTHER_ESCAPE = re.compile(_ESCAPE.pattern.decode())
-
-
-def _replay_line(raw: str) -> str:
-    cells: list[str] = []
-    cursor = row = 0  # row: where the cursor's row starts (0 until a wrap is seen)
-    index = 0
-    while index < len(raw):
-        char = raw[index]
-        if char == "\x1b":
-            move = _CURSOR.match(raw, index)
-            if move is not None:
-                count = int(move[1] or 1)
-                if move[2] == "C":
-                    cursor = min(cursor + count, len(cells))
-                elif move[2] == "D":
-                    cursor = max(cursor - count, row)
-                elif move[1] in ("", "0"):
-                    del cells[cursor:]
-                index = move.end()
-                continue
-            other = _OTHER_ESCAPE.match(raw, index)
-            index = other.end() if other is not None else index + 1
-            continue
-        index += 1
-        if char == "\r":
-            if cursor and cells[cursor - 1] == " " and cursor == len(cells) and cursor - 1 >= row:
-                row = cursor - 1  # the wrap's mark: the new row starts at that space
-            cursor = row
-        elif char == "\b":
-            cursor = max(cursor - 1, 0)
-        elif (char < " " and char != "\t") or char == "\x7f":
-            continue  # a terminal draws none of them
-        elif cursor < len(cells):
-            cells[cursor] = char
-            cursor += 1
-        else:
-            cells.append(char)
-            cursor += 1
-    return "".join(cells)

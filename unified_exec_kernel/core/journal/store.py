@@ -139,6 +139,7 @@ class JournalStore:
         file = JournalFile.resume(path, session_bytes=self.session_bytes)
         entry = self._start(session, file)
         self.writer.put(("restart", file, time.monotonic(), marker, file.resumed.output_end))
+        entry.recorder.take_up(path, file.resumed.output_end)
         return entry
 
     def mark(self, session: PtySession, label: str) -> None:

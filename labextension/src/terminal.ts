@@ -60,11 +60,15 @@ export class SessionTerminal {
     // read what it shows from xterm's buffer, as they read JupyterLab's terminal.
     Object.defineProperty(this.node, 'uexecXterm', { value: this._term });
     this._term.loadAddon(this._fit);
-    // Ctrl+S (Cmd+S) saves in JupyterLab and Notebook 7, here as everywhere
-    // in the page: xterm leaves the key alone (no XOFF to the terminal) and
-    // the application's shortcut takes it. A page with no save command
-    // (Voila, a plain anywidget host) sends it on, as a terminal does.
-    this._term.attachCustomKeyEventHandler(event => !(isSaveKey(event) && inJupyterApp(this.node)));
+    // Keys belong to the terminal (docs/magics.md, "Keys"): no application
+    // shortcut fires from inside it, even where the application sees keys
+    // before xterm does (Notebook 7 listens in the capture phase). Three are
+    // left to the page, as JupyterLab's own terminal leaves two: the save
+    // key where the page saves, Ctrl+C over a selection (copy) and Ctrl+V
+    // (paste).
+    this.node.setAttribute(SUPPRESS_SHORTCUTS, '');
+    giveKeysToTerminals();
+    this._term.attachCustomKeyEventHandler(event => !leftToThePage(event, this._term, this.node));
     // xterm answers queries (device attributes, colours, modes) through
     // `onData` while it parses them. History's queries were asked by
     // programs long gone (a replayed `vi`): their answers would be typed
@@ -425,6 +429,52 @@ export class SessionTerminal {
 function duringUserInput(): boolean {
   const event = window.event;
   return event instanceof UIEvent || (typeof ClipboardEvent !== 'undefined' && event instanceof ClipboardEvent);
+}
+
+/**
+ * Lumino's command registry (JupyterLab's, Notebook 7's) runs no shortcut for
+ * a keydown from inside an element with this attribute.
+ */
+const SUPPRESS_SHORTCUTS = 'data-lm-suppress-shortcuts';
+
+let givingKeys = false;
+
+/**
+ * Before any other listener sees a keydown (the window's capture phase),
+ * mark the terminal it comes from: the application's shortcuts skip it,
+ * except the save key where the page has a save (`inJupyterApp`). Once per
+ * page, for every terminal in it.
+ */
+function giveKeysToTerminals(): void {
+  if (givingKeys) {
+    return;
+  }
+  givingKeys = true;
+  window.addEventListener(
+    'keydown',
+    event => {
+      const node = event.target instanceof Element ? event.target.closest('.uexec-terminal') : null;
+      if (node instanceof HTMLElement) {
+        node.toggleAttribute(SUPPRESS_SHORTCUTS, !(isSaveKey(event) && inJupyterApp(node)));
+      }
+    },
+    true
+  );
+}
+
+/**
+ * A key xterm leaves to the page: the save key where the page saves, and,
+ * as in JupyterLab's terminal (@jupyterlab/terminal, widget.ts), Ctrl+C
+ * over a selection (the browser copies it) and Ctrl+V (the browser pastes,
+ * and xterm sends the pasted text on). On a Mac, Cmd+C and Cmd+V are
+ * the browser's anyway.
+ */
+function leftToThePage(event: KeyboardEvent, term: Terminal, node: HTMLElement): boolean {
+  if (isSaveKey(event)) {
+    return inJupyterApp(node);
+  }
+  const ctrlOnly = event.ctrlKey && !event.altKey && !event.shiftKey && !event.metaKey;
+  return ctrlOnly && ((event.code === 'KeyC' && term.hasSelection()) || event.code === 'KeyV');
 }
 
 /** Ctrl+S, or Cmd+S on a Mac: the save shortcut of JupyterLab and Notebook 7. */

@@ -175,6 +175,15 @@ export interface FlowMessage {
   paused: boolean;
 }
 
+/**
+ * Why a session ended (`exited.reason`): its program ended (its exit code
+ * says how), it was closed (a kill, `%uexec_kill`, pruning), or its kernel
+ * shut down or restarted. Every view says it in the same words (format.ts).
+ */
+export const END_REASONS = ['exit', 'closed', 'kernel'] as const;
+
+export type EndReason = (typeof END_REASONS)[number];
+
 export interface ExitedMessage extends EventRequestId {
   type: 'exited';
   session_id: SessionId;
@@ -182,6 +191,8 @@ export interface ExitedMessage extends EventRequestId {
   exit_code: number | null;
   /** The session was closed (a kill, the kernel's shutdown): its signal is no crash. */
   closed?: boolean;
+  /** Absent from kernels before it was added: then `closed` says what it can. */
+  reason?: EndReason;
 }
 
 export interface SessionsChangedMessage extends EventRequestId {

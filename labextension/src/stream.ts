@@ -6,7 +6,7 @@
  */
 
 import { exitNotice, skipNotice, READ_ONLY_NOTICE } from './format';
-import type { AttachedMessage, KernelMessage, RequestId } from './protocol';
+import type { AttachedMessage, EndReason, KernelMessage, RequestId } from './protocol';
 
 export type StreamAction =
   /**
@@ -92,6 +92,11 @@ export class SessionStream {
     return this._state === 'attached' && this._alive;
   }
 
+  /** The view has said how the session ended (its `exited`): nothing more is to be said of it. */
+  get ended(): boolean {
+    return this._exited;
+  }
+
   /** A pipes session (`attached.tty` false): there is no terminal to type into. */
   get readOnly(): boolean {
     return this._readOnly;
@@ -104,7 +109,7 @@ export class SessionStream {
       case 'data':
         return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
       case 'exited':
-        return this._onExited(msg.exit_code, msg.closed === true);
+        return this._onExited(msg.exit_code, msg.closed === true, msg.reason);
       case 'flow':
         // Nothing to write: `paused` changed (the terminal shows it beside the output, not in it).
         this._paused = msg.paused === true;
@@ -198,13 +203,13 @@ export class SessionStream {
     return { kind: 'write', text: notice, bytes: fresh, history };
   }
 
-  private _onExited(exitCode: number | null, closed: boolean): StreamAction | null {
+  private _onExited(exitCode: number | null, closed: boolean, reason?: EndReason): StreamAction | null {
     if (this._state !== 'attached' || this._exited) {
       return null;
     }
     this._exited = true;
     this._alive = false;
-    return { kind: 'write', text: this._notice(exitNotice(exitCode, closed)) };
+    return { kind: 'write', text: this._notice(exitNotice(exitCode, closed, reason)) };
   }
 
   private _onError(

@@ -301,7 +301,10 @@ export class SessionTerminal {
     }
     this._closed = true;
     this._showPaused(false);
-    this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
+    if (!this._stream.ended) {
+      // Said once: a view that heard how the session ended (the kernel's `exited`) has said it.
+      this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
+    }
   }
 
   /**

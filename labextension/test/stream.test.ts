@@ -260,6 +260,12 @@ describe('SessionStream', () => {
     assert.equal(written(actions), '\x1b[2m[closed]\x1b[22m\r\n');
   });
 
+  test('says a session its kernel ended ended with the kernel, not its signal, and then is ended', () => {
+    const { stream, actions } = run(attached(), { type: 'exited', session_id: 0, exit_code: -1, closed: true, reason: 'kernel' });
+    assert.equal(written(actions), '\x1b[2m[ended with the kernel]\x1b[22m\r\n');
+    assert.ok(stream.ended && !stream.live);
+  });
+
   test('reports a failed attach, and only its own', () => {
     const { stream, actions } = run(
       { type: 'error', request_id: 'other', error: 'BadRequest', message: 'nope' },

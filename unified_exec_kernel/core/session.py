@@ -131,6 +131,7 @@ class PtySession:
 
         self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
         self.kept = kept is not None
+        self.ended_with_kernel = False  # its kernel shut down or restarted, which ended it (views say so, not its signal)
         self.restarts = 0 if kept is None else kept.restarts
         # Output a restarted kernel's journal already holds is sent again by the keeper: this many
         # bytes of it are dropped here (`resume_after`).

@@ -270,8 +270,25 @@ def data(rid, session_id: int, batch: Batch) -> dict:
     return {"type": "data", "request_id": rid, "session_id": session_id, **_span(batch)}
 
 
+END_REASONS = ("exit", "closed", "kernel")
+"""Why a session ended, as `exited.reason` says: its program ended (its exit code says how), it was
+closed (a kill, `%uexec_kill`, pruning), or its kernel shut down or restarted. Every view words it the same."""
+
+
+def end_reason(session: PtySession) -> str:
+    if session.ended_with_kernel:
+        return "kernel"
+    return "closed" if session.closed else "exit"
+
+
 def exited(session: PtySession) -> dict:
-    return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code, "closed": session.closed}
+    return {
+        "type": "exited",
+        "session_id": session.session_id,
+        "exit_code": session.exit_code,
+        "closed": session.closed or session.ended_with_kernel,
+        "reason": end_reason(session),
+    }
 
 
 def flow(session: PtySession) -> dict:

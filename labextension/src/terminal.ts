@@ -24,6 +24,12 @@ export namespace SessionTerminal {
     sessionId: number;
     /** Told when the program's output is stopped by XOFF or started again (a header may say so too). */
     pausedChanged?: (paused: boolean) => void;
+    /**
+     * Where a notice goes while a full-screen program (the alternate
+     * screen) has the rows, the view's header ('' takes it away); without
+     * it, a note over the rows says it, as the paused note does.
+     */
+    noticeChanged?: (notice: string) => void;
   }
 }
 
@@ -55,6 +61,11 @@ export class SessionTerminal {
     this._pausedNote.textContent = 'output paused (Ctrl+S) · Ctrl+Q resumes';
     this._pausedNote.hidden = true;
     this.node.appendChild(this._pausedNote);
+    this._noticeChanged = options.noticeChanged;
+    this._note = document.createElement('div');
+    this._note.className = 'uexec-terminal-note';
+    this._note.hidden = true;
+    this.node.appendChild(this._note);
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     // Its rows may be drawn on a canvas (renderer.ts): tests and benchmarks
     // read what it shows from xterm's buffer, as they read JupyterLab's terminal.
@@ -161,6 +172,7 @@ export class SessionTerminal {
     this._disposed = true;
     this._resizeObserver.disconnect();
     this._inViewObserver.disconnect();
+    this._stopNoticeWatch?.dispose();
     window.clearTimeout(this._fitTimer);
     window.clearTimeout(this._reattachTimer);
     this._stopListening();
@@ -215,9 +227,34 @@ export class SessionTerminal {
     if (!this._opened || this._disposed || this._reattachPending) {
       return;
     }
+    if (notice && this._term.buffer.active.type === 'alternate') {
+      // A full-screen program owns every row: a line written there would
+      // overwrite one of them until it redraws. Said beside the rows instead.
+      this._sayAside(notice.replace(/^─+ | ─+$/g, ''));
+      notice = undefined;
+    }
     const requestId = nextRequestId();
     this._stream.resume(requestId, notice);
     this._carrier.send({ type: 'attach', request_id: requestId });
+  }
+
+  /** A notice beside the rows (the header, else a note over them) while the alternate screen lasts. */
+  private _sayAside(notice: string): void {
+    if (this._noticeChanged) {
+      this._noticeChanged(notice);
+    } else {
+      this._note.textContent = notice;
+      this._note.hidden = false;
+    }
+    this._stopNoticeWatch?.dispose();
+    this._stopNoticeWatch = this._term.buffer.onBufferChange(buffer => {
+      if (buffer.type === 'normal') {
+        this._stopNoticeWatch?.dispose();
+        this._stopNoticeWatch = undefined;
+        this._noticeChanged?.('');
+        this._note.hidden = true;
+      }
+    });
   }
 
   private _onMessage(msg: KernelMessage): void {
@@ -419,6 +456,9 @@ export class SessionTerminal {
   private _replayAtPtySize = false;
   private readonly _pausedNote: HTMLDivElement;
   private readonly _pausedChanged?: (paused: boolean) => void;
+  private readonly _note: HTMLDivElement;
+  private readonly _noticeChanged?: (notice: string) => void;
+  private _stopNoticeWatch?: { dispose(): void };
   /** Off while xterm parses history: its answers to queries are dropped. */
   private _answering = true;
 }

@@ -192,6 +192,8 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   };
   let waiting = false;
   let paused = false;
+  /** What the terminal says beside a full-screen program's rows (a kept session's restart). */
+  let notice = '';
   /** The session's state as the view knows it, in the words every view uses (format.ts). */
   const words = (): string => {
     const told = heard.told || carrier.outlivedFallback;
@@ -212,7 +214,9 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
       ? 'reconnecting'
       : paused && shown === 'running'
         ? 'running · output paused (Ctrl+Q resumes)'
-        : shown;
+        : notice && shown === 'running'
+          ? `running · ${notice}`
+          : shown;
   };
   const stopListening = carrier.listen({
     received: msg => {
@@ -255,6 +259,10 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
     sessionId,
     pausedChanged: now => {
       paused = now;
+      update();
+    },
+    noticeChanged: now => {
+      notice = now;
       update();
     }
   });

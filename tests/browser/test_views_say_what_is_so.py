@@ -117,3 +117,31 @@ def test_after_restart_every_view_of_a_session_says_the_same_words(lab, page):
         lines = wait_for_lines(view, lambda lines: f"[{ENDED}]" in lines, 10, "the terminal's line")
         assert not any("signal" in line or "disconnected" in line for line in lines), lines
     screenshot_artifact(page, "views-after-restart.png")
+
+
+def test_a_kept_full_screen_program_keeps_its_rows_across_restart_and_the_header_says_so(lab, page):
+    from .test_lab import FULL_SCREEN
+
+    (lab.root / "full_screen.py").write_text(FULL_SCREEN)
+    cells = open_notebook(lab, page, "kept_full_screen", ["print('a kept session')", KEPT_CELL])
+    terminal = start_live_shell(page, cells, 2)
+    type_line(page, terminal, f"python3 {lab.root / 'full_screen.py'}")
+    drawn = wait_for_lines(terminal, lambda lines: lines[0].startswith("row-01 ") and lines[-1].startswith("row-"), 15, "the full-screen program")
+    state = cells.nth(2).locator(".uexec-widget-state")
+
+    restart_kernel(page)
+    notice = "kernel restarted; this session was kept"
+    wait_until(lambda: state.inner_text() == f"running · {notice}", RESTART_S, "the header to say the kernel restarted")
+    lines = wait_for_lines(terminal, lambda lines: len(lines) == len(drawn), 10, "the rows")
+    # Every row as the program drew it: the notice overwrote none of them.
+    assert lines == drawn, (lines[:3], drawn[:3])
+    assert not any(notice in line for line in lines)
+    screenshot_artifact(cells.nth(2), "kept-full-screen-after-restart.png")
+
+    # The program still takes keys over the next kernel (Ctrl+C ends it, leaving the alternate screen on:
+    # the shell's printf leaves it); the header's notice goes with the full screen.
+    terminal.click()
+    page.keyboard.press("Control+c")
+    type_line(page, terminal, "printf '\\033[?1049l'; echo back-$((3+4))")
+    wait_for_lines(terminal, lambda lines: "back-7" in lines, 15, "the shell's answer after the program ended")
+    wait_until(lambda: state.inner_text() == "running", 15, "the notice to go with the full screen")

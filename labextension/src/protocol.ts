@@ -137,6 +137,12 @@ export interface AttachedMessage {
   rows: number;
   cols: number;
   /**
+   * The sizes the replay was written at: `[offset, rows, cols]` from each
+   * offset on, the first at the replay's start, the last the PTY's size now
+   * (absent from older kernels: then all of it was `rows` x `cols`).
+   */
+  sizes?: [number, number, number][];
+  /**
    * The session outlives a kernel restart: a view may reach the next
    * kernel and attach again (absent from kernels before kept sessions).
    */

@@ -274,7 +274,22 @@ export class SessionTerminal {
       case 'write':
         this._write(action.text, action.history === true);
         if (action.bytes) {
-          this._writeOutput(action.bytes, action.history === true);
+          this._writeOutput(action.bytes, action.history === true, action.resized?.[0]?.start);
+        }
+        for (const piece of action.resized ?? []) {
+          // History written after a resize: parsed at that size, which xterm
+          // takes in order with the writes (the resize waits for what comes
+          // before it), reflowing what it shows as the live view did.
+          this._pacer.whenParsed(() => {
+            if (!this._disposed) {
+              this._term.resize(clamp(piece.cols), clamp(piece.rows));
+            }
+          });
+          if (typeof piece.data === 'string') {
+            this._write(piece.data, true);
+          } else {
+            this._writeOutput(piece.data, true, piece.end);
+          }
         }
         if (action.history && this._replayAtPtySize && !this._stream.replaying) {
           this._scheduleFit(); // the replay's last piece: fit once it is parsed
@@ -380,9 +395,9 @@ export class SessionTerminal {
    * carrier what xterm has parsed: its flow control acknowledges what is
    * on screen, so a flood never queues up in the page.
    */
-  private _writeOutput(bytes: Uint8Array, history = false): void {
+  private _writeOutput(bytes: Uint8Array, history = false, end = this._stream.end): void {
     if (!this._disposed) {
-      this._pacer.writeBytes(bytes, this._stream.end, history);
+      this._pacer.writeBytes(bytes, end, history);
     }
   }
 

@@ -145,3 +145,31 @@ def test_a_kept_full_screen_program_keeps_its_rows_across_restart_and_the_header
     type_line(page, terminal, "printf '\\033[?1049l'; echo back-$((3+4))")
     wait_for_lines(terminal, lambda lines: "back-7" in lines, 15, "the shell's answer after the program ended")
     wait_until(lambda: state.inner_text() == "running", 15, "the notice to go with the full screen")
+
+
+def test_a_reload_draws_lines_typed_at_another_width_as_they_were(lab, page):
+    from .test_keys_belong_to_the_terminal import BUFFER_JS
+    from .test_live_view_anywhere import check_size_follows, save_notebook
+
+    cells = open_notebook(lab, page, "reload_widths", [LIVE])
+    terminal = start_live_shell(page, cells, 1)
+    wide = check_size_follows(page, terminal, "wide")
+    page.set_viewport_size({"width": 800, "height": 800})
+    narrow = check_size_follows(page, terminal, "narrow", unlike=wide["cols"])
+    # A command line longer than the narrow terminal: the shell wraps it at that width.
+    type_line(page, terminal, "echo long-" + "x" * (narrow["cols"] + 10) + "-end")
+    wait_until(lambda: any(line.startswith("long-") and line.rstrip().endswith("-end") for line in terminal.evaluate(BUFFER_JS)), 15, "the long line's answer")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    check_size_follows(page, terminal, "back", unlike=narrow["cols"])
+    before = [line.rstrip() for line in terminal.evaluate(BUFFER_JS) if line.strip()]
+    assert any(line.startswith("narrow=") for line in before), before
+
+    save_notebook(page, lab, "reload_widths")
+    page.reload()
+    terminal = cells.nth(1).locator(".uexec-terminal")
+    terminal.wait_for(timeout=60_000)
+    wait_for_lines(terminal, lambda lines: any(line.startswith("back=") for line in lines), 30, "the replay after the reload")
+    after = [line.rstrip() for line in terminal.evaluate(BUFFER_JS) if line.strip()]
+    # What the view showed before the reload, line for line: the lines typed while it was narrower included.
+    assert after == before, "\n".join(["before:", *before, "after:", *after])
+    screenshot_artifact(cells.nth(1), "live-view-reloaded-after-widths.png")

@@ -166,3 +166,30 @@ async def test_a_view_hears_when_output_is_paused_by_xoff_and_resumed():
     assert [m["paused"] for m in await flows(2)] == [True, False]
     feed.close()
     await session.close()
+
+
+async def test_attached_says_the_sizes_the_replay_was_written_at():
+    session = spawn(["cat"])
+    sent = []
+    stream = LiveStream(session, sent.append)
+    session.write(b"wide\n")
+    for _ in range(100):
+        if session.offset > 0:
+            break
+        await asyncio.sleep(0.02)
+    first = session.offset
+    session.resize(24, 40)
+    session.resize(24, 40)  # the same size again is no change
+    session.write(b"narrow\n")
+    for _ in range(100):
+        if session.offset > first:
+            break
+        await asyncio.sleep(0.02)
+    second = session.offset
+    session.resize(30, 120)
+    stream.replay(request_id=1)
+    attached = next(m for m in sent if m["type"] == "attached")
+    assert attached["sizes"] == [[0, 24, 80], [first, 24, 40], [second, 30, 120]]
+    assert (attached["rows"], attached["cols"]) == (30, 120)
+    stream.close()
+    await session.close()

@@ -262,8 +262,18 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "tty": session.tty,  # false: a pipes session (codex profile); its view only watches (input is refused)
         "rows": rows,
         "cols": cols,
+        # The sizes the replay was written at: [offset, rows, cols] from each offset on, the
+        # first at the replay's start, the last the PTY's size now. A view parses each stretch
+        # at its size and resizes between them, as the live view did (xterm.js reflowing).
+        "sizes": replay_sizes(session, offset),
         "kept": session.kept,
     }
+
+
+def replay_sizes(session: PtySession, start: int) -> list[list[int]]:
+    sizes = list(session.sizes)
+    first = max((index for index, (offset, _, _) in enumerate(sizes) if offset <= start), default=0)
+    return [[max(offset, start), rows, cols] for offset, rows, cols in sizes[first:]]
 
 
 def data(rid, session_id: int, batch: Batch) -> dict:

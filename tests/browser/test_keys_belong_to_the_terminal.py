@@ -4,7 +4,8 @@ Notebook 7 hands every keydown to its shortcuts before the page's own
 listeners (the capture phase); JupyterLab after them (xterm takes the keys
 it sends and stops them there). Either way, Shift+Enter, Ctrl+Enter,
 Alt+Enter, Escape, Tab and the letters that are command-mode shortcuts must
-reach the program, and the cell must not run again; Ctrl+S must still save.
+reach the program, and the cell must not run again; Ctrl+S must still save
+(in Voilà, which has no save, it is the terminal's XOFF: test_paused.py).
 A small program in the session (`showkeys.py`, a `showkey -a`) puts the
 terminal in raw mode and prints each read as hex: the test compares the
 bytes with what a terminal sends for each key.
@@ -25,6 +26,7 @@ from .test_lab import (
     wait_for_lines,
     wait_until,
 )
+from .test_live_view_anywhere import voila  # noqa: F401 - the Voila server fixture
 from .test_notebook7 import notebook7, open_notebook7  # noqa: F401 - the Notebook 7 server fixture
 
 pytestmark = pytest.mark.timeout(150)
@@ -179,3 +181,16 @@ def test_every_key_reaches_the_program_in_jupyterlab(lab, lab_page):
     page.keyboard.press("Control+s")
     type_line(page, tab, "echo tab-after-save-$((5*5))")
     wait_for_lines(tab, lambda lines: "tab-after-save-25" in lines, 10, "the shell's answer after Ctrl+S in the tab")
+
+
+def test_every_key_reaches_the_program_in_voila(voila, browser):
+    import urllib.parse
+
+    write_showkeys(voila)
+    voila.write_notebook("keys_dashboard", ["import os; os.environ['PS1'] = '$ '", LIVE])
+    with fresh_page(browser, voila) as voila_page:
+        voila_page.goto(f"{voila.url}/voila/render/{urllib.parse.quote('keys_dashboard.ipynb')}", timeout=60_000)
+        terminal = voila_page.locator(".uexec-widget .uexec-terminal")
+        terminal.wait_for(timeout=60_000)
+        wait_for_lines(terminal, lambda lines: any(line.startswith("$") for line in lines), 30, "the prompt")
+        check_every_key_reaches_the_program(voila_page, terminal, "voila")

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import pytest
 
+from .conftest import fresh_page
 from .test_kept_sessions import KEPT_CELL, RESTART_S, restart_kernel
+from .test_notebook7 import notebook7, open_notebook7  # noqa: F401 - the Notebook 7 server fixture
 from .test_lab import (
     BASH,
     open_notebook,
@@ -73,29 +75,49 @@ COUNT_INPUTS_JS = r"""
 """
 
 
-def test_after_shut_down_a_live_view_says_the_session_ended_with_the_kernel_and_takes_no_keys(lab, page):
-    page.add_init_script(COUNT_INPUTS_JS)
-    cells = open_notebook(lab, page, "shut_down", [LIVE])
+def check_shut_down_is_said(server, page, cells) -> None:
+    """`cells[1]` is a live bash: after Shut Down its header and terminal say it ended with the kernel, once, and no key is sent."""
     terminal = start_live_shell(page, cells, 1)
     type_line(page, terminal, "echo before-$((1+1))")
     wait_for_lines(terminal, lambda lines: "before-2" in lines, 15, "the answer before the shutdown")
     state = cells.nth(1).locator(".uexec-widget-state")
     assert state.inner_text() == "running"
 
-    shut_down_kernel(lab, page)
+    shut_down_kernel(server, page)
     wait_until(lambda: state.inner_text() == ENDED, 30, f"the header to say {ENDED!r}")
     lines = wait_for_lines(terminal, lambda lines: f"[{ENDED}]" in lines, 10, "the terminal's line")
     assert lines.count(f"[{ENDED}]") == 1, lines
-    screenshot_artifact(cells.nth(1), "live-view-after-shut-down.png")
 
     # It takes no keys: nothing is sent, nothing is echoed, and it still says so.
     page.evaluate("() => { window.__uexecInputs = 0; }")
     terminal.click()
     page.keyboard.type("echo after", delay=15)
     page.keyboard.press("Enter")
-    assert wait_until(lambda: state.inner_text() == ENDED, 5, "the header to keep saying it")
+    wait_for_lines(terminal, lambda lines: f"[{ENDED}]" in lines, 5, "rows")
+    assert state.inner_text() == ENDED
     assert "echo after" not in "\n".join(wait_for_lines(terminal, bool, 5, "rows"))
     assert inputs_sent(page) == 0
+
+
+def test_after_shut_down_a_live_view_says_the_session_ended_with_the_kernel_and_takes_no_keys(lab, page):
+    page.add_init_script(COUNT_INPUTS_JS)
+    cells = open_notebook(lab, page, "shut_down", [LIVE])
+    check_shut_down_is_said(lab, page, cells)
+    screenshot_artifact(cells.nth(1), "live-view-after-shut-down.png")
+
+
+@pytest.fixture
+def nb7_page(browser, notebook7):
+    with fresh_page(browser, notebook7) as page:
+        yield page
+
+
+def test_after_shut_down_a_live_view_says_the_session_ended_with_the_kernel_in_notebook_7(notebook7, nb7_page):
+    page = nb7_page
+    page.add_init_script(COUNT_INPUTS_JS)
+    cells = open_notebook7(notebook7, page, "nb7_shut_down", [LIVE])
+    check_shut_down_is_said(notebook7, page, cells)
+    screenshot_artifact(cells.nth(1), "live-view-after-shut-down-notebook7.png")
 
 
 def test_after_restart_every_view_of_a_session_says_the_same_words(lab, page):

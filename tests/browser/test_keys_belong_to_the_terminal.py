@@ -26,6 +26,7 @@ from .test_lab import (
     wait_for_lines,
     wait_until,
 )
+from .test_paused import check_ctrl_s_saves
 from .test_live_view_anywhere import voila  # noqa: F401 - the Voila server fixture
 from .test_notebook7 import notebook7, open_notebook7  # noqa: F401 - the Notebook 7 server fixture
 
@@ -109,16 +110,6 @@ def check_every_key_reaches_the_program(page, terminal, name: str) -> None:
     read = wait_until(lambda: bytes_read(terminal, name), 15, "the key reader to end at q")
     assert read == expected, (read, expected)
     screenshot_artifact(terminal, f"keys-{name}.png")
-
-
-def check_ctrl_s_saves(server, page, terminal, path: str) -> None:
-    saved = server.root / path
-    before = saved.stat().st_mtime_ns
-    terminal.click()
-    page.keyboard.press("Control+s")
-    wait_until(lambda: saved.stat().st_mtime_ns != before, 15, "Ctrl+S in the terminal to save the notebook")
-    type_line(page, terminal, "echo after-save-$((6*7))")
-    wait_for_lines(terminal, lambda lines: "after-save-42" in lines, 10, "the shell's answer after Ctrl+S (no XOFF)")
 
 
 def write_showkeys(server) -> None:

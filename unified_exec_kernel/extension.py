@@ -150,6 +150,9 @@ def end_sessions(manager: UnifiedExecSessionManager, bridge: Bridge, *, restart:
     Kept sessions stay with their keeper unless this is a real shutdown
     (`restart=False`): atexit and SIGTERM cannot tell, so they keep them.
     """
+    for info in manager.list_sessions():  # what ends with the kernel is told so (protocol/messages.py `exited`)
+        if info.alive and not (restart and info.kept):
+            manager.session(info.session_id).ended_with_kernel = True
     manager.terminate_all_threadsafe(kept=not restart)
     bridge.stop()
     if manager.journals is not None:

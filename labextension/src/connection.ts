@@ -10,7 +10,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
 import { CarrierBase } from './carrier';
-import { DISCONNECTED_NOTICE } from './format';
+import { DISCONNECTED_NOTICE, ENDED_WITH_THE_KERNEL } from './format';
 import {
   asKernelMessage,
   COMM_TARGET,
@@ -265,10 +265,9 @@ export class SessionsConnection implements IDisposable {
 
   private _onKernelStatus(_: Kernel.IKernelConnection, status: Kernel.Status): void {
     // A restart drops every comm without a comm_close reaching us.
-    if (status === 'restarting' || status === 'autorestarting') {
-      this._close('closed', 'the kernel restarted');
-    } else if (status === 'dead') {
-      this._close('closed', 'the kernel died');
+    // Its sessions' views say what every view says of them (format.ts), whichever way the kernel went.
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      this._close('closed', ENDED_WITH_THE_KERNEL);
     }
   }
 

@@ -9,7 +9,7 @@
  */
 
 import { CarrierBase, type Carrier } from './carrier';
-import { DISCONNECTED, DISCONNECTED_NOTICE } from './format';
+import { DISCONNECTED, DISCONNECTED_NOTICE, ENDED_WITH_THE_KERNEL } from './format';
 import {
   asKernelMessage,
   PROTOCOL_VERSION,
@@ -201,6 +201,14 @@ export class DirectCarrier extends CarrierBase {
     return this._afterKernelWent;
   }
 
+  /**
+   * The kernel closed the channel (it shut down or restarted) and the
+   * session is not kept: it ended with the kernel, and this closed saying so.
+   */
+  get endedWithKernel(): boolean {
+    return this._endedWithKernel;
+  }
+
   /** Reconnecting failed (or the first attempt did): nothing more comes. */
   get isClosed(): boolean {
     return this._state === 'closed';
@@ -312,6 +320,12 @@ export class DirectCarrier extends CarrierBase {
     }
     if (this._state === 'open' && code === CLOSE_KERNEL_GONE) {
       this._kernelWent = true;
+      if (!this._kept) {
+        // Sessions end with their kernel (a kept one goes on with the next): nothing to reconnect to.
+        this._endedWithKernel = true;
+        this._stop(ENDED_WITH_THE_KERNEL);
+        return;
+      }
     }
     this._forget(socket);
     this._attemptFailed();
@@ -370,6 +384,7 @@ export class DirectCarrier extends CarrierBase {
   /** The kernel closed the last open connection; `afterKernelWent` at the next `hello`. */
   private _kernelWent = false;
   private _afterKernelWent = false;
+  private _endedWithKernel = false;
   private _acked = 0;
   /** The end of what the view has written on this connection; acknowledged up to `_acked`. */
   private _written = 0;
@@ -541,6 +556,11 @@ export class DirectFirstCarrier extends CarrierBase {
       return;
     }
     if (this._choice === 'fallback') {
+      return;
+    }
+    if (this._direct?.endedWithKernel) {
+      // The kernel went and took the session: the fallback's messages would reach no one.
+      this._close(reason);
       return;
     }
     const established = this._choice === 'direct';

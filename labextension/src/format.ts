@@ -4,6 +4,8 @@
  * (`running`, `exited with code N`), so a session reads alike everywhere.
  */
 
+import type { EndReason } from './protocol';
+
 /** `1234567` -> `1.2 MB` (SI units, as the kernel counts bytes). */
 export function formatBytes(bytes: number): string {
   if (bytes < 1000) {
@@ -29,11 +31,16 @@ export function skipNotice(bytes: number): string {
 /**
  * `running`, `exited with code 3`, `killed by signal 9` (the engine reports
  * a signal as minus its number), `closed` when the user closed the session
- * (its hangup is no crash), or `exited` when the status was lost.
+ * (its hangup is no crash), `ended with the kernel` when its kernel shut
+ * down or restarted (`reason`, from the kernel's `exited`), or `exited`
+ * when the status was lost.
  */
-export function sessionState(alive: boolean, exitCode: number | null, closed = false): string {
+export function sessionState(alive: boolean, exitCode: number | null, closed = false, reason?: EndReason): string {
   if (alive) {
     return 'running';
+  }
+  if (reason === 'kernel') {
+    return ENDED_WITH_THE_KERNEL;
   }
   if (closed) {
     return 'closed';
@@ -45,34 +52,41 @@ export function sessionState(alive: boolean, exitCode: number | null, closed = f
 }
 
 /** The line a terminal shows when its program ends. */
-export function exitNotice(exitCode: number | null, closed = false): string {
-  return `[${sessionState(false, exitCode, closed)}]`;
+export function exitNotice(exitCode: number | null, closed = false, reason?: EndReason): string {
+  return `[${sessionState(false, exitCode, closed, reason)}]`;
 }
+
+/**
+ * What every view says of a session its kernel took with it (shut down,
+ * restarted, died): from the kernel's `exited` (`reason` "kernel") or,
+ * when the view's connection went first, from that. One wording, so two
+ * views of one session never disagree.
+ */
+export const ENDED_WITH_THE_KERNEL = 'ended with the kernel';
+
+/** What a kept session's view says of the kernel it lost (the session lives on). */
+export const DISCONNECTED = 'disconnected from the kernel';
+
+/** The reason a carrier closes with when its kernel goes: the terminal's line says it. */
+export const DISCONNECTED_NOTICE = ENDED_WITH_THE_KERNEL;
 
 /**
  * A view's state once its carrier may be gone: after a kernel restart the
  * last word heard was "running", which is no longer true: sessions end with
- * their kernel. Its exit code, when the view heard it first, is in `exitCode`.
+ * their kernel (a kept one lives on: only this view lost it).
  */
-/** What a view says once its kernel is gone (restarted, shut down): the session ended with it. */
-export const ENDED_WITH_THE_KERNEL = 'ended with the kernel (disconnected)';
-
-/** The terminal's notice when its carrier closes with the kernel. */
-export const DISCONNECTED = 'disconnected from the kernel';
-export const DISCONNECTED_NOTICE = `${DISCONNECTED}: the session ended with it`;
-
 export function viewState(
   alive: boolean,
   exitCode: number | null,
   connected: boolean,
   closed = false,
-  kept = false
+  kept = false,
+  reason?: EndReason
 ): string {
   if (alive && !connected) {
-    // A kept session outlives its kernel: only this view lost it.
     return kept ? 'disconnected' : ENDED_WITH_THE_KERNEL;
   }
-  return sessionState(alive, exitCode, closed);
+  return sessionState(alive, exitCode, closed, reason);
 }
 
 /**

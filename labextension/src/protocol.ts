@@ -139,6 +139,12 @@ export interface AttachedMessage {
   rows: number;
   cols: number;
   /**
+   * The sizes the replay was written at: `[offset, rows, cols]` from each
+   * offset on, the first at the replay's start, the last the PTY's size now
+   * (absent from older kernels: then all of it was `rows` x `cols`).
+   */
+  sizes?: [number, number, number][];
+  /**
    * The session outlives a kernel restart: a view may reach the next
    * kernel and attach again (absent from kernels before kept sessions).
    */
@@ -177,6 +183,15 @@ export interface FlowMessage {
   paused: boolean;
 }
 
+/**
+ * Why a session ended (`exited.reason`): its program ended (its exit code
+ * says how), it was closed (a kill, `%uexec_kill`, pruning), or its kernel
+ * shut down or restarted. Every view says it in the same words (format.ts).
+ */
+export const END_REASONS = ['exit', 'closed', 'kernel'] as const;
+
+export type EndReason = (typeof END_REASONS)[number];
+
 export interface ExitedMessage extends EventRequestId {
   type: 'exited';
   session_id: SessionId;
@@ -184,6 +199,8 @@ export interface ExitedMessage extends EventRequestId {
   exit_code: number | null;
   /** The session was closed (a kill, the kernel's shutdown): its signal is no crash. */
   closed?: boolean;
+  /** Absent from kernels before it was added: then `closed` says what it can. */
+  reason?: EndReason;
 }
 
 export interface SessionsChangedMessage extends EventRequestId {

@@ -6,7 +6,7 @@
  */
 
 import { exitNotice, skipNotice, READ_ONLY_NOTICE } from './format';
-import type { AttachedMessage, KernelMessage, RequestId } from './protocol';
+import type { AttachedMessage, EndReason, KernelMessage, RequestId } from './protocol';
 
 export type StreamAction =
   /**
@@ -14,7 +14,18 @@ export type StreamAction =
    * `history`: output printed before this view attached (the replay, or
    * what a resume missed): the terminal must not answer the queries in it.
    */
-  | { kind: 'write'; text: string; bytes?: Uint8Array; history?: boolean }
+  | {
+      kind: 'write';
+      text: string;
+      bytes?: Uint8Array;
+      history?: boolean;
+      /**
+       * History written at other sizes, after `text`/`bytes`: resize the
+       * terminal to each piece's `rows` x `cols` once what comes before it
+       * is parsed, then write it.
+       */
+      resized?: ResizedPiece[];
+    }
   /**
    * The view's own `attached` arrived: write `text`, then the view is live.
    * The replay that follows was written in a terminal of `rows` x `cols`.
@@ -31,6 +42,16 @@ export type StreamAction =
 
 type State = 'idle' | 'attaching' | 'attached';
 
+/** A stretch of the replay and the terminal size it was written at. */
+export interface ResizedPiece {
+  rows: number;
+  cols: number;
+  data: string | Uint8Array;
+  /** Its offsets in the session's output. */
+  start: number;
+  end: number;
+}
+
 export class SessionStream {
   /** Start (or start over) an attachment whose `attach` carries `requestId`. */
   begin(requestId: RequestId): void {
@@ -43,6 +64,7 @@ export class SessionStream {
     this._resuming = false;
     this._shown = false;
     this._replayEnd = 0;
+    this._sizeChanges = [];
     this._line = '';
   }
 
@@ -60,6 +82,7 @@ export class SessionStream {
     this._state = 'attaching';
     this._requestId = requestId;
     this._resuming = true;
+    this._sizeChanges = []; // what a resume replays is shown already, at the size it has
     this._resumeNotice = notice;
   }
 
@@ -92,6 +115,11 @@ export class SessionStream {
     return this._state === 'attached' && this._alive;
   }
 
+  /** The view has said how the session ended (its `exited`): nothing more is to be said of it. */
+  get ended(): boolean {
+    return this._exited;
+  }
+
   /** A pipes session (`attached.tty` false): there is no terminal to type into. */
   get readOnly(): boolean {
     return this._readOnly;
@@ -104,7 +132,7 @@ export class SessionStream {
       case 'data':
         return this._onData(msg.request_id, msg.offset, msg.end, msg.skipped, msg.data);
       case 'exited':
-        return this._onExited(msg.exit_code, msg.closed === true);
+        return this._onExited(msg.exit_code, msg.closed === true, msg.reason);
       case 'flow':
         // Nothing to write: `paused` changed (the terminal shows it beside the output, not in it).
         this._paused = msg.paused === true;
@@ -148,10 +176,13 @@ export class SessionStream {
     }
     this._shown = true;
     this._end = offset;
+    // Where the replay changes size: each stretch is parsed at the size it was written at.
+    const sizes = Array.isArray(msg.sizes) && msg.sizes.length > 0 ? msg.sizes : [[offset, rows, cols]];
+    this._sizeChanges = sizes.slice(1).map(([at, r, c]) => ({ at, rows: r, cols: c }));
     // Older output the kernel no longer keeps is a hole like any other skip.
     const text =
       (this._readOnly ? this._notice(READ_ONLY_NOTICE) : '') + (offset > 0 ? this._notice(skipNotice(offset)) : '');
-    return { kind: 'attached', text, alive, rows, cols };
+    return { kind: 'attached', text, alive, rows: sizes[0][1], cols: sizes[0][2] };
   }
 
   private _onData(
@@ -186,6 +217,13 @@ export class SessionStream {
     // frames carry none, `attached.end` says where the replay stops).
     const history = requestId != null || end <= this._replayEnd;
     this._keepLine(fresh);
+    const resized = history ? this._cutAtSizeChanges(fresh, end) : null;
+    if (resized) {
+      const [head, pieces] = resized;
+      return typeof head === 'string'
+        ? { kind: 'write', text: notice + head, history, resized: pieces }
+        : { kind: 'write', text: notice, bytes: head, history, resized: pieces };
+    }
     if (typeof fresh === 'string') {
       if (fresh.length > 0) {
         this._atLineStart = fresh.endsWith('\n');
@@ -198,13 +236,13 @@ export class SessionStream {
     return { kind: 'write', text: notice, bytes: fresh, history };
   }
 
-  private _onExited(exitCode: number | null, closed: boolean): StreamAction | null {
+  private _onExited(exitCode: number | null, closed: boolean, reason?: EndReason): StreamAction | null {
     if (this._state !== 'attached' || this._exited) {
       return null;
     }
     this._exited = true;
     this._alive = false;
-    return { kind: 'write', text: this._notice(exitNotice(exitCode, closed)) };
+    return { kind: 'write', text: this._notice(exitNotice(exitCode, closed, reason)) };
   }
 
   private _onError(
@@ -221,6 +259,34 @@ export class SessionStream {
       return null;
     }
     return { kind: 'write', text: this._notice(`[cannot attach: ${error}: ${message}]`) };
+  }
+
+  /**
+   * History ending at `end` cut where the terminal's size changed within
+   * it: the part before the first change, and each later part with its
+   * size; null when no change falls inside. Offsets are whole characters
+   * (the kernel cuts output there), so each part decodes alone.
+   */
+  private _cutAtSizeChanges(
+    fresh: string | Uint8Array,
+    end: number
+  ): [string | Uint8Array, ResizedPiece[]] | null {
+    const bytes = typeof fresh === 'string' ? utf8.encode(fresh) : fresh;
+    const start = end - bytes.length;
+    const changes: { at: number; rows: number; cols: number }[] = [];
+    while (this._sizeChanges.length > 0 && this._sizeChanges[0].at < end) {
+      changes.push(this._sizeChanges.shift()!);
+    }
+    if (changes.length === 0) {
+      return null;
+    }
+    const as = (part: Uint8Array): string | Uint8Array => (typeof fresh === 'string' ? text.decode(part) : part);
+    const pieces = changes.map((change, index) => {
+      const to = index + 1 < changes.length ? changes[index + 1].at : end;
+      const from = Math.max(change.at, start);
+      return { rows: change.rows, cols: change.cols, data: as(bytes.subarray(from - start, to - start)), start: from, end: to };
+    });
+    return [as(bytes.subarray(0, Math.max(changes[0].at, start) - start)), pieces];
   }
 
   /** A notice on a line of its own, dimmed so it does not pass for output. */
@@ -265,6 +331,8 @@ export class SessionStream {
   private _resuming = false;
   private _readOnly = false;
   private _paused = false;
+  /** The replay's size changes not yet reached (`attached.sizes` after the first). */
+  private _sizeChanges: { at: number; rows: number; cols: number }[] = [];
   /** Where the replay of the current attachment ends (`attached.end`). */
   private _replayEnd = 0;
   private _resumeNotice = '';

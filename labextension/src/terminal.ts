@@ -24,6 +24,12 @@ export namespace SessionTerminal {
     sessionId: number;
     /** Told when the program's output is stopped by XOFF or started again (a header may say so too). */
     pausedChanged?: (paused: boolean) => void;
+    /**
+     * Where a notice goes while a full-screen program (the alternate
+     * screen) has the rows, the view's header ('' takes it away); without
+     * it, a note over the rows says it, as the paused note does.
+     */
+    noticeChanged?: (notice: string) => void;
   }
 }
 
@@ -55,16 +61,25 @@ export class SessionTerminal {
     this._pausedNote.textContent = 'output paused (Ctrl+S) · Ctrl+Q resumes';
     this._pausedNote.hidden = true;
     this.node.appendChild(this._pausedNote);
+    this._noticeChanged = options.noticeChanged;
+    this._note = document.createElement('div');
+    this._note.className = 'uexec-terminal-note';
+    this._note.hidden = true;
+    this.node.appendChild(this._note);
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     // Its rows may be drawn on a canvas (renderer.ts): tests and benchmarks
     // read what it shows from xterm's buffer, as they read JupyterLab's terminal.
     Object.defineProperty(this.node, 'uexecXterm', { value: this._term });
     this._term.loadAddon(this._fit);
-    // Ctrl+S (Cmd+S) saves in JupyterLab and Notebook 7, here as everywhere
-    // in the page: xterm leaves the key alone (no XOFF to the terminal) and
-    // the application's shortcut takes it. A page with no save command
-    // (Voila, a plain anywidget host) sends it on, as a terminal does.
-    this._term.attachCustomKeyEventHandler(event => !(isSaveKey(event) && inJupyterApp(this.node)));
+    // Keys belong to the terminal (docs/magics.md, "Keys"): no application
+    // shortcut fires from inside it, even where the application sees keys
+    // before xterm does (Notebook 7 listens in the capture phase). Three are
+    // left to the page, as JupyterLab's own terminal leaves two: the save
+    // key where the page saves, Ctrl+C over a selection (copy) and Ctrl+V
+    // (paste).
+    this.node.setAttribute(SUPPRESS_SHORTCUTS, '');
+    giveKeysToTerminals();
+    this._term.attachCustomKeyEventHandler(event => !leftToThePage(event, this._term, this.node));
     // xterm answers queries (device attributes, colours, modes) through
     // `onData` while it parses them. History's queries were asked by
     // programs long gone (a replayed `vi`): their answers would be typed
@@ -157,6 +172,7 @@ export class SessionTerminal {
     this._disposed = true;
     this._resizeObserver.disconnect();
     this._inViewObserver.disconnect();
+    this._stopNoticeWatch?.dispose();
     window.clearTimeout(this._fitTimer);
     window.clearTimeout(this._reattachTimer);
     this._stopListening();
@@ -211,9 +227,34 @@ export class SessionTerminal {
     if (!this._opened || this._disposed || this._reattachPending) {
       return;
     }
+    if (notice && this._term.buffer.active.type === 'alternate') {
+      // A full-screen program owns every row: a line written there would
+      // overwrite one of them until it redraws. Said beside the rows instead.
+      this._sayAside(notice.replace(/^─+ | ─+$/g, ''));
+      notice = undefined;
+    }
     const requestId = nextRequestId();
     this._stream.resume(requestId, notice);
     this._carrier.send({ type: 'attach', request_id: requestId });
+  }
+
+  /** A notice beside the rows (the header, else a note over them) while the alternate screen lasts. */
+  private _sayAside(notice: string): void {
+    if (this._noticeChanged) {
+      this._noticeChanged(notice);
+    } else {
+      this._note.textContent = notice;
+      this._note.hidden = false;
+    }
+    this._stopNoticeWatch?.dispose();
+    this._stopNoticeWatch = this._term.buffer.onBufferChange(buffer => {
+      if (buffer.type === 'normal') {
+        this._stopNoticeWatch?.dispose();
+        this._stopNoticeWatch = undefined;
+        this._noticeChanged?.('');
+        this._note.hidden = true;
+      }
+    });
   }
 
   private _onMessage(msg: KernelMessage): void {
@@ -233,7 +274,22 @@ export class SessionTerminal {
       case 'write':
         this._write(action.text, action.history === true);
         if (action.bytes) {
-          this._writeOutput(action.bytes, action.history === true);
+          this._writeOutput(action.bytes, action.history === true, action.resized?.[0]?.start);
+        }
+        for (const piece of action.resized ?? []) {
+          // History written after a resize: parsed at that size, which xterm
+          // takes in order with the writes (the resize waits for what comes
+          // before it), reflowing what it shows as the live view did.
+          this._pacer.whenParsed(() => {
+            if (!this._disposed) {
+              this._term.resize(clamp(piece.cols), clamp(piece.rows));
+            }
+          });
+          if (typeof piece.data === 'string') {
+            this._write(piece.data, true);
+          } else {
+            this._writeOutput(piece.data, true, piece.end);
+          }
         }
         if (action.history && this._replayAtPtySize && !this._stream.replaying) {
           this._scheduleFit(); // the replay's last piece: fit once it is parsed
@@ -297,7 +353,10 @@ export class SessionTerminal {
     }
     this._closed = true;
     this._showPaused(false);
-    this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
+    if (!this._stream.ended) {
+      // Said once: a view that heard how the session ended (the kernel's `exited`) has said it.
+      this._write(`\r\n\x1b[2m[${reason}]\x1b[22m\r\n`);
+    }
   }
 
   /**
@@ -336,9 +395,9 @@ export class SessionTerminal {
    * carrier what xterm has parsed: its flow control acknowledges what is
    * on screen, so a flood never queues up in the page.
    */
-  private _writeOutput(bytes: Uint8Array, history = false): void {
+  private _writeOutput(bytes: Uint8Array, history = false, end = this._stream.end): void {
     if (!this._disposed) {
-      this._pacer.writeBytes(bytes, this._stream.end, history);
+      this._pacer.writeBytes(bytes, end, history);
     }
   }
 
@@ -412,6 +471,9 @@ export class SessionTerminal {
   private _replayAtPtySize = false;
   private readonly _pausedNote: HTMLDivElement;
   private readonly _pausedChanged?: (paused: boolean) => void;
+  private readonly _note: HTMLDivElement;
+  private readonly _noticeChanged?: (notice: string) => void;
+  private _stopNoticeWatch?: { dispose(): void };
   /** Off while xterm parses history: its answers to queries are dropped. */
   private _answering = true;
 }
@@ -425,6 +487,52 @@ export class SessionTerminal {
 function duringUserInput(): boolean {
   const event = window.event;
   return event instanceof UIEvent || (typeof ClipboardEvent !== 'undefined' && event instanceof ClipboardEvent);
+}
+
+/**
+ * Lumino's command registry (JupyterLab's, Notebook 7's) runs no shortcut for
+ * a keydown from inside an element with this attribute.
+ */
+const SUPPRESS_SHORTCUTS = 'data-lm-suppress-shortcuts';
+
+let givingKeys = false;
+
+/**
+ * Before any other listener sees a keydown (the window's capture phase),
+ * mark the terminal it comes from: the application's shortcuts skip it,
+ * except the save key where the page has a save (`inJupyterApp`). Once per
+ * page, for every terminal in it.
+ */
+function giveKeysToTerminals(): void {
+  if (givingKeys) {
+    return;
+  }
+  givingKeys = true;
+  window.addEventListener(
+    'keydown',
+    event => {
+      const node = event.target instanceof Element ? event.target.closest('.uexec-terminal') : null;
+      if (node instanceof HTMLElement) {
+        node.toggleAttribute(SUPPRESS_SHORTCUTS, !(isSaveKey(event) && inJupyterApp(node)));
+      }
+    },
+    true
+  );
+}
+
+/**
+ * A key xterm leaves to the page: the save key where the page saves, and,
+ * as in JupyterLab's terminal (@jupyterlab/terminal, widget.ts), Ctrl+C
+ * over a selection (the browser copies it) and Ctrl+V (the browser pastes,
+ * and xterm sends the pasted text on). On a Mac, Cmd+C and Cmd+V are
+ * the browser's anyway.
+ */
+function leftToThePage(event: KeyboardEvent, term: Terminal, node: HTMLElement): boolean {
+  if (isSaveKey(event)) {
+    return inJupyterApp(node);
+  }
+  const ctrlOnly = event.ctrlKey && !event.altKey && !event.shiftKey && !event.metaKey;
+  return ctrlOnly && ((event.code === 'KeyC' && term.hasSelection()) || event.code === 'KeyV');
 }
 
 /** Ctrl+S, or Cmd+S on a Mac: the save shortcut of JupyterLab and Notebook 7. */

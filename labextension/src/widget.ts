@@ -11,7 +11,7 @@
 import { CarrierBase } from './carrier';
 import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
 import { DISCONNECTED_NOTICE, viewState } from './format';
-import { asKernelMessage, type FrontEndMessage } from './protocol';
+import { asKernelMessage, type EndReason, type FrontEndMessage } from './protocol';
 import { renderPlayer } from './player';
 import { caption, SNAPSHOT_EVENT, type SnapshotRequest } from './snapshot';
 import { SessionTerminal } from './terminal';
@@ -179,20 +179,31 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
     new WidgetCarrier(model),
     { kept: { reopen: reopenHint } }
   );
-  // After a kernel restart the traits are the old kernel's, frozen: a kept
-  // session's view then says what its own `attached` and `exited` say.
-  const heard = { alive: model.get('alive'), exitCode: model.get('exit_code'), closed: false, kept: false };
+  // What the view heard over its carrier (`attached`, `exited`) is what it
+  // says: the traits may be a step behind it, and after a kernel restart
+  // they are the old kernel's, frozen. Until it hears, the traits speak.
+  const heard = {
+    told: false,
+    alive: model.get('alive'),
+    exitCode: model.get('exit_code'),
+    closed: false,
+    kept: false,
+    reason: undefined as EndReason | undefined
+  };
   let waiting = false;
   let paused = false;
-  /** The session's state as the view knows it (after a kernel restart, from what it heard). */
+  /** What the terminal says beside a full-screen program's rows (a kept session's restart). */
+  let notice = '';
+  /** The session's state as the view knows it, in the words every view uses (format.ts). */
   const words = (): string => {
-    const own = !carrier.outlivedFallback;
+    const told = heard.told || carrier.outlivedFallback;
     return viewState(
-      own ? model.get('alive') : heard.alive,
-      own ? model.get('exit_code') : heard.exitCode,
+      told ? heard.alive : model.get('alive'),
+      told ? heard.exitCode : model.get('exit_code'),
       !carrier.isClosed,
-      own ? model.get('closed') === true : heard.closed,
-      heard.kept
+      told ? heard.closed : model.get('closed') === true,
+      heard.kept,
+      heard.reason
     );
   };
   const update = (): void => {
@@ -203,16 +214,22 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
       ? 'reconnecting'
       : paused && shown === 'running'
         ? 'running · output paused (Ctrl+Q resumes)'
-        : shown;
+        : notice && shown === 'running'
+          ? `running · ${notice}`
+          : shown;
   };
   const stopListening = carrier.listen({
     received: msg => {
       if (msg.type === 'attached') {
-        heard.alive = msg.alive;
-        heard.exitCode = msg.exit_code;
-        heard.kept = msg.kept === true;
+        Object.assign(heard, { told: true, alive: msg.alive, exitCode: msg.exit_code, kept: msg.kept === true });
       } else if (msg.type === 'exited') {
-        Object.assign(heard, { alive: false, exitCode: msg.exit_code, closed: msg.closed === true });
+        Object.assign(heard, {
+          told: true,
+          alive: false,
+          exitCode: msg.exit_code,
+          closed: msg.closed === true,
+          reason: msg.reason
+        });
       } else {
         return;
       }
@@ -242,6 +259,10 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
     sessionId,
     pausedChanged: now => {
       paused = now;
+      update();
+    },
+    noticeChanged: now => {
+      notice = now;
       update();
     }
   });

@@ -20,7 +20,7 @@ import {
 } from '../src/direct';
 import { nextRequestId, type FrontEndMessage, type KernelMessage } from '../src/protocol';
 import { SessionStream } from '../src/stream';
-import { DISCONNECTED_NOTICE } from '../src/format';
+import { DISCONNECTED_NOTICE, ENDED_WITH_THE_KERNEL } from '../src/format';
 
 const SID = 7;
 const URL_ = 'ws://h/uexec/kernels/k/channel';
@@ -548,6 +548,20 @@ describe('a kept session across a kernel restart', () => {
     t.mock.timers.tick(10_000);
     assert.equal(made.length, 1);
   });
+
+  for (const [name, options] of [['a live view', KEPT], ['a tab', undefined]] as const) {
+    test(`${name}: a session not kept ends when the kernel closes its channel (1001), no reconnect, no fallback`, t => {
+      const { made, fallback, carrier, view } = directFirst(t, options);
+      made[0].hello();
+      replay(made[0], utf8.encode('$ '), 64, true, false);
+      made[0].drop(1001); // Kernel > Shut Down (or a restart) before the widget's comm is seen to die
+      assert.equal(view.closedWith, ENDED_WITH_THE_KERNEL);
+      assert.ok(carrier.isClosed);
+      t.mock.timers.tick(60_000);
+      assert.equal(made.length, 1, 'no reconnect');
+      assert.equal(fallback.sent.length, 0, "no attach over the dead kernel's messages");
+    });
+  }
 
   test('a widget closed by its owner (close() in Python) ends the view, kept or not', t => {
     const { made, fallback, view } = directFirst(t, KEPT);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { commandLine, exitNotice, formatBytes, keptLabel, sessionLabel, sessionState, viewState } from '../src/format';
+import { commandLine, DISCONNECTED_NOTICE, exitNotice, formatBytes, keptLabel, sessionLabel, sessionState, viewState } from '../src/format';
 
 test('formatBytes uses SI units with one decimal', () => {
   assert.equal(formatBytes(1), '1 byte');
@@ -32,7 +32,13 @@ test('a session the user closed reads as closed, not as killed by its hangup', (
 
 test('a view that lost its kernel no longer says running', () => {
   assert.equal(viewState(true, null, true), 'running');
-  assert.equal(viewState(true, null, false), 'ended with the kernel (disconnected)');
+  assert.equal(viewState(true, null, false), 'ended with the kernel');
+  // The kernel's `exited` with reason "kernel" says the same words, whatever the hangup's signal.
+  assert.equal(viewState(false, -1, true, true, false, 'kernel'), 'ended with the kernel');
+  assert.equal(viewState(false, -1, false, true, false, 'kernel'), 'ended with the kernel');
+  assert.equal(exitNotice(-1, true, 'kernel'), `[${DISCONNECTED_NOTICE}]`);
+  assert.equal(sessionState(false, -9, true, 'closed'), 'closed');
+  assert.equal(sessionState(false, -9, false, 'exit'), 'killed by signal 9');
   assert.equal(viewState(true, null, false, false, true), 'disconnected'); // a kept session outlives its kernel
   assert.equal(viewState(false, 3, false), 'exited with code 3');
   // How it ended stays true after the kernel went.

@@ -260,6 +260,33 @@ describe('SessionStream', () => {
     assert.equal(written(actions), '\x1b[2m[closed]\x1b[22m\r\n');
   });
 
+  test('says a session its kernel ended ended with the kernel, not its signal, and then is ended', () => {
+    const { stream, actions } = run(attached(), { type: 'exited', session_id: 0, exit_code: -1, closed: true, reason: 'kernel' });
+    assert.equal(written(actions), '\x1b[2m[ended with the kernel]\x1b[22m\r\n');
+    assert.ok(stream.ended && !stream.live);
+  });
+
+  test('a replay written at several sizes is cut where the size changed, each stretch with its size', () => {
+    // 'wide€' at 24x100 (offsets 0..7), 'narrow' at 24x40 (7..13), then 'back' at 30x120 (13..17).
+    const { actions } = run(
+      { ...attached(), end: 17, sizes: [[0, 24, 100], [7, 24, 40], [13, 30, 120]] },
+      data(0, 'wide€nar', ME),
+      data(10, 'rowback', ME),
+      data(17, 'live')
+    );
+    const start = actions[0] as Extract<StreamAction, { kind: 'attached' }>;
+    assert.deepEqual([start.rows, start.cols], [24, 100], 'the replay starts at the size it was written at');
+    const first = actions[1] as Extract<StreamAction, { kind: 'write' }>;
+    assert.equal(first.text, 'wide€');
+    assert.deepEqual(first.resized, [{ rows: 24, cols: 40, data: 'nar', start: 7, end: 10 }]);
+    const second = actions[2] as Extract<StreamAction, { kind: 'write' }>;
+    assert.equal(second.text, 'row');
+    assert.deepEqual(second.resized, [{ rows: 30, cols: 120, data: 'back', start: 13, end: 17 }]);
+    const live = actions[3] as Extract<StreamAction, { kind: 'write' }>;
+    assert.equal(live.text, 'live');
+    assert.equal(live.resized, undefined, 'live output is at the size of now');
+  });
+
   test('reports a failed attach, and only its own', () => {
     const { stream, actions } = run(
       { type: 'error', request_id: 'other', error: 'BadRequest', message: 'nope' },

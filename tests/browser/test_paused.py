@@ -17,18 +17,22 @@ LIVE = f"%%uexec --live -t 1000\n{BASH}"
 XOFF = "%%uexec -s 0 --keys C-s\n"
 
 
-def check_ctrl_s_saves_and_xoff_is_said(server, page, cells, path: str, live: int, xoff: int, name: str) -> None:
-    """`cells[live]` shows a bash's live view; `cells[xoff]` is XOFF; the file is `path` under the server's root."""
-    widget = cells.nth(live).locator(".uexec-widget")
-    terminal = widget.locator(".uexec-terminal")
+def check_ctrl_s_saves(server, page, terminal, path: str) -> None:
+    """Ctrl+S in `terminal` (a bash at its prompt) saves `path` under the server's root, and no XOFF reached the shell."""
     saved = server.root / path
     before = saved.stat().st_mtime_ns
     terminal.click()
     page.keyboard.press("Control+s")
-    wait_until(lambda: saved.stat().st_mtime_ns != before, 15, "Ctrl+S in the live view to save the notebook")
-    # No XOFF reached the terminal: the shell still answers.
+    wait_until(lambda: saved.stat().st_mtime_ns != before, 15, "Ctrl+S in the terminal to save the notebook")
     type_line(page, terminal, "echo after-save-$((6*7))")
-    wait_for_lines(terminal, lambda lines: "after-save-42" in lines, 10, "the shell's answer after Ctrl+S")
+    wait_for_lines(terminal, lambda lines: "after-save-42" in lines, 10, "the shell's answer after Ctrl+S (no XOFF)")
+
+
+def check_ctrl_s_saves_and_xoff_is_said(server, page, cells, path: str, live: int, xoff: int, name: str) -> None:
+    """`cells[live]` shows a bash's live view; `cells[xoff]` is XOFF; the file is `path` under the server's root."""
+    widget = cells.nth(live).locator(".uexec-widget")
+    terminal = widget.locator(".uexec-terminal")
+    check_ctrl_s_saves(server, page, terminal, path)
     note = terminal.locator(".uexec-terminal-paused")
     assert not note.is_visible()
 

@@ -87,7 +87,7 @@ def test_attach_replays_then_streams_live_and_reports_exit(kernel, comm):
         end = event["end"]
     text = "".join(d["data"] for d in data)
     assert "30 100" in text and "\r\n42\r\n" in text
-    assert events[-1] == {"type": "exited", "session_id": sid, "exit_code": 5, "closed": False}
+    assert events[-1] == {"type": "exited", "session_id": sid, "exit_code": 5, "closed": False, "reason": "exit"}
 
 
 def test_list_kill_and_sessions_changed(kernel, comm):

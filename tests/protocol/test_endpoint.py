@@ -89,7 +89,7 @@ async def test_a_finished_session_releases_what_watched_it(peer):
     while sid in endpoint.streams:
         assert loop.time() < deadline, "the stream outlived its session"
         await asyncio.sleep(0.01)
-    assert sent[-1] == {"type": "exited", "session_id": sid, "exit_code": sent[-1]["exit_code"], "closed": True}
+    assert sent[-1] == {"type": "exited", "session_id": sid, "exit_code": sent[-1]["exit_code"], "closed": True, "reason": "closed"}
 
 
 async def test_a_carrier_only_takes_its_own_types_and_its_own_session(peer):

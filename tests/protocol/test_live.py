@@ -1,6 +1,8 @@
 """LiveStream: replay then live, batched per frame, skips counted, never a silent hole."""
 
 import asyncio
+import os
+import signal
 
 from unified_exec_kernel.protocol.live import LiveStream
 
@@ -81,7 +83,23 @@ async def test_replay_of_a_long_scrollback_comes_in_pieces():
     data = [m for m in sent if m["type"] == "data"]
     assert len(data) == 4 and all(m["request_id"] == 7 for m in data)
     assert check_contiguous(data) == 200_000
-    assert sent[-1] == {"type": "exited", "session_id": 0, "exit_code": 0, "closed": False}
+    assert sent[-1] == {"type": "exited", "session_id": 0, "exit_code": 0, "closed": False, "reason": "exit"}
+    await session.close()
+
+
+async def test_a_session_its_kernel_ended_is_said_to_have_ended_with_the_kernel():
+    # What extension.end_sessions marks before it signals: the view says "ended with the kernel", not the hangup's signal.
+    session = spawn(["sleep", "30"])
+    sent = []
+    LiveStream(session, sent.append).replay(request_id=1)
+    session.ended_with_kernel = True
+    os.kill(session.pid, signal.SIGKILL)
+    await asyncio.wait_for(session.wait_finished(), 10)
+    for _ in range(100):
+        if sent[-1]["type"] == "exited":
+            break
+        await asyncio.sleep(0.05)
+    assert sent[-1] == {"type": "exited", "session_id": 0, "exit_code": -signal.SIGKILL, "closed": True, "reason": "kernel"}
     await session.close()
 
 
@@ -147,4 +165,31 @@ async def test_a_view_hears_when_output_is_paused_by_xoff_and_resumed():
     session.write("\x11")
     assert [m["paused"] for m in await flows(2)] == [True, False]
     feed.close()
+    await session.close()
+
+
+async def test_attached_says_the_sizes_the_replay_was_written_at():
+    session = spawn(["cat"])
+    sent = []
+    stream = LiveStream(session, sent.append)
+    session.write(b"wide\n")
+    for _ in range(100):
+        if session.offset > 0:
+            break
+        await asyncio.sleep(0.02)
+    first = session.offset
+    session.resize(24, 40)
+    session.resize(24, 40)  # the same size again is no change
+    session.write(b"narrow\n")
+    for _ in range(100):
+        if session.offset > first:
+            break
+        await asyncio.sleep(0.02)
+    second = session.offset
+    session.resize(30, 120)
+    stream.replay(request_id=1)
+    attached = next(m for m in sent if m["type"] == "attached")
+    assert attached["sizes"] == [[0, 24, 80], [first, 24, 40], [second, 30, 120]]
+    assert (attached["rows"], attached["cols"]) == (30, 120)
+    stream.close()
     await session.close()

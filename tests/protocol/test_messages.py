@@ -39,3 +39,19 @@ def test_a_request_id_that_is_not_a_string_or_integer_is_not_echoed():
     assert request_id({"request_id": 7}) == 7
     for bad in ([1], True, 1.5, {"x": 1}):
         assert request_id({"request_id": bad}) is None
+
+
+def test_end_reasons_are_the_same_in_the_doc_python_and_typescript():
+    """`exited.reason`: one list, mirrored in protocol.ts and named in docs/protocol.md."""
+    import re
+    from pathlib import Path
+
+    from unified_exec_kernel.protocol.messages import END_REASONS
+
+    root = Path(__file__).resolve().parents[2]
+    ts = (root / "labextension" / "src" / "protocol.ts").read_text()
+    listed = re.search(r"END_REASONS\s*=\s*\[([^\]]*)\]", ts)
+    assert listed and tuple(re.findall(r"'(\w+)'", listed.group(1))) == END_REASONS
+    row = next(line for line in (root / "docs" / "protocol.md").read_text().splitlines() if line.startswith("| `exited` |"))
+    said = re.search(r"`reason` \(why it ended: (.*)\)", row).group(1)
+    assert re.findall(r"(?:^|; )`(\w+)`, ", said) == list(END_REASONS)

@@ -11,6 +11,7 @@ scrollback are two of them; requests and live views come and go.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import enum
 import logging
@@ -35,6 +36,7 @@ SCROLLBACK_BYTES = 256 * 1024
 EXIT_GRACE_S = 0.1
 CLOSE_GRACE_S = 1.0
 HOLD_S = 5.0
+SIZES_KEPT = 64
 """How long one reader should keep the program waiting (`hold_reading`) at a stretch before it lets go."""
 
 Subscriber = Callable[[bytes, int], None]
@@ -132,6 +134,7 @@ class PtySession:
 
         self._prompts = None if prompt_nonce is None else SemanticPromptScanner(prompt_nonce)
         self.kept = kept is not None
+        self.ended_with_kernel = False  # its kernel shut down or restarted, which ended it (views say so, not its signal)
         self.restarts = 0 if kept is None else kept.restarts
         # Output a restarted kernel's journal already holds is sent again by the keeper: this many
         # bytes of it are dropped here (`resume_after`).
@@ -148,6 +151,9 @@ class PtySession:
             self._restore(kept.state)
             self.terminal = Terminal(kept.master_fd, on_output=self._on_output, on_eof=self._on_eof,
                                      output_fd=kept.output_fd, raw_read=kept.raw_offset)
+        # The terminal's size from each output offset on (the latest few): a view replays the
+        # scrollback at the sizes it was written at (protocol/messages.py `attached.sizes`).
+        self.sizes: collections.deque[tuple[int, int, int]] = collections.deque([(self.offset, *self.size)], maxlen=SIZES_KEPT)
 
     tty = True
     """The program runs in a terminal (a pipes session, pipe_session.py, runs without one)."""
@@ -397,6 +403,8 @@ class PtySession:
         if not (1 <= rows <= 1000 and 1 <= cols <= 1000):
             raise ValueError(f"terminal size must be 1..1000 rows and columns, not {rows}x{cols}")
         self.terminal.resize(rows, cols)
+        if self.sizes[-1][1:] != (rows, cols):
+            self.sizes.append((self.offset, rows, cols))
         _tell(self._resize_listeners, rows, cols)
 
     def send_signal(self, sig: int) -> None:

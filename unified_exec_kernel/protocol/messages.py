@@ -262,16 +262,43 @@ def attached(rid, session: PtySession, offset: int) -> dict:
         "tty": session.tty,  # false: a pipes session (codex profile); its view only watches (input is refused)
         "rows": rows,
         "cols": cols,
+        # The sizes the replay was written at: [offset, rows, cols] from each offset on, the
+        # first at the replay's start, the last the PTY's size now. A view parses each stretch
+        # at its size and resizes between them, as the live view did (xterm.js reflowing).
+        "sizes": replay_sizes(session, offset),
         "kept": session.kept,
     }
+
+
+def replay_sizes(session: PtySession, start: int) -> list[list[int]]:
+    sizes = list(session.sizes)
+    first = max((index for index, (offset, _, _) in enumerate(sizes) if offset <= start), default=0)
+    return [[max(offset, start), rows, cols] for offset, rows, cols in sizes[first:]]
 
 
 def data(rid, session_id: int, batch: Batch) -> dict:
     return {"type": "data", "request_id": rid, "session_id": session_id, **_span(batch)}
 
 
+END_REASONS = ("exit", "closed", "kernel")
+"""Why a session ended, as `exited.reason` says: its program ended (its exit code says how), it was
+closed (a kill, `%uexec_kill`, pruning), or its kernel shut down or restarted. Every view words it the same."""
+
+
+def end_reason(session: PtySession) -> str:
+    if session.ended_with_kernel:
+        return "kernel"
+    return "closed" if session.closed else "exit"
+
+
 def exited(session: PtySession) -> dict:
-    return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code, "closed": session.closed}
+    return {
+        "type": "exited",
+        "session_id": session.session_id,
+        "exit_code": session.exit_code,
+        "closed": session.closed or session.ended_with_kernel,
+        "reason": end_reason(session),
+    }
 
 
 def flow(session: PtySession) -> dict:

@@ -117,8 +117,6 @@ class Keeper:
         self.journal_dir: str | None = None  # where kept sessions' journals live (the keeper removes it at its end)
         self._python = python or sys.executable
         self._sock: socket.socket | None = None
-        self._pid: int | None = None  # the keeper, while it is our child
-        self._exit_fd: int | None = None
         self._keeper_fd: int | None = None  # a pidfd on the keeper we are connected to (to end it if it stalls)
         self._keeper_pid: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -212,7 +210,7 @@ class Keeper:
                 listener.bind(self.socket_path)  # the keeper listens (keeper_process.serve)
             finally:
                 os.umask(old_mask)
-            self._pid = os.posix_spawn(
+            pid = os.posix_spawn(
                 self._python,
                 [self._python, "-I", "-S", "-c", BOOTSTRAP, ROOT, self.journal_dir, repr(self.grace)],
                 {},
@@ -238,8 +236,8 @@ class Keeper:
             os.close(lock)
         ours.setblocking(False)
         self._attach(ours)
-        self._watch_child()
-        self._keeper_pid, self._keeper_fd = self._pid, _pidfd(self._pid)
+        self._reap_when_it_exits(pid)
+        self._keeper_pid, self._keeper_fd = pid, _pidfd(pid)
         welcome = self._expect(("welcome", None))
         try:
             await self._hello()
@@ -271,23 +269,24 @@ class Keeper:
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(sock.fileno(), self._on_readable)
 
-    def _watch_child(self) -> None:
-        # The keeper outlives us by design; while we live, its end is ours to reap.
+    def _reap_when_it_exits(self, pid: int) -> None:
+        """The keeper outlives us by design; while we live, its end is ours to reap, connected or not
+        (one ended as stalled must not stay a zombie of this kernel)."""
         try:
-            self._exit_fd = os.pidfd_open(self._pid)
+            pidfd = os.pidfd_open(pid)
         except OSError:
             return
-        self._loop.add_reader(self._exit_fd, self._on_child_exit)
+        loop = self._loop
 
-    def _on_child_exit(self) -> None:
-        self._loop.remove_reader(self._exit_fd)
-        os.close(self._exit_fd)
-        self._exit_fd = None
-        try:
-            os.waitpid(self._pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        self._pid = None
+        def reap() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+        loop.add_reader(pidfd, reap)
 
     # -- kept sessions -------------------------------------------------------------------
 
@@ -376,11 +375,6 @@ class Keeper:
                 self._loop.remove_reader(self._sock.fileno())
             self._sock.close()
             self._sock = None
-        if self._exit_fd is not None:
-            if self._loop is not None and not self._loop.is_closed():
-                self._loop.remove_reader(self._exit_fd)
-            os.close(self._exit_fd)
-            self._exit_fd = None
         for waiting in self._waiting.values():
             if not waiting.done():
                 waiting.set_exception(KeeperError("the keeper of kept sessions went away"))

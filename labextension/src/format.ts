@@ -94,7 +94,8 @@ export function viewState(
  * `shlex.join` quotes it (the live view's title comes from there).
  */
 export function commandLine(argv: readonly string[]): string {
-  return argv.map(shellQuote).join(' ');
+  // One element is a command line as written (an agent's `cmd`), as core/models.py's command_line shows it.
+  return argv.length === 1 ? argv[0] : argv.map(shellQuote).join(' ');
 }
 
 function shellQuote(arg: string): string {

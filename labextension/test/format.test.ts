@@ -50,6 +50,7 @@ test('a command line quotes as shlex.join does', () => {
   assert.equal(commandLine(['bash', '-c', 'sleep 4; exit 3']), "bash -c 'sleep 4; exit 3'");
   assert.equal(commandLine(['echo', "it's", '']), `echo 'it'"'"'s' ''`);
   assert.equal(commandLine(['ls', 'a_b@c%d+e=f:g,h./-i']), 'ls a_b@c%d+e=f:g,h./-i');
+  assert.equal(commandLine(['sleep 30 # build']), 'sleep 30 # build'); // an agent's cmd, as the kernel lists it
 });
 
 test('a named session is labelled by its name, the id beside it', () => {

@@ -138,12 +138,9 @@ async def exec_command(manager: UnifiedExecSessionManager, request: ExecCommand,
 def spawn(manager: UnifiedExecSessionManager, request: ExecCommand, *, name: str | None = None) -> int:
     """Start `request.cmd` without waiting (a face that streams output subscribes before `first_result`)."""
     workdir = None if not request.workdir else os.path.abspath(request.workdir)
-    session_id = manager.spawn(
-        request.argv(), name=name, cwd=workdir, env=dict(AGENT_ENV), integration=False, tty=request.tty, buffer_bytes=OUTPUT_MAX_BYTES
-    )
-    # What the agent gave is `cmd`: a person reads that, not the shell wrapped around it (models.SessionInfo).
-    manager.session(session_id).command = [request.cmd]
-    return session_id
+    # What the agent gave is `cmd`: a person (and its journal) reads that, not the shell wrapped around it.
+    return manager.spawn(request.argv(), name=name, cwd=workdir, env=dict(AGENT_ENV), integration=False, tty=request.tty,
+                         buffer_bytes=OUTPUT_MAX_BYTES, command=[request.cmd])
 
 
 async def first_result(manager: UnifiedExecSessionManager, session_id: int, request: ExecCommand, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:

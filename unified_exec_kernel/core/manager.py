@@ -222,6 +222,7 @@ class UnifiedExecSessionManager:
         integration: bool | None = None,
         tty: bool = True,
         buffer_bytes: int | None = None,
+        command: Sequence[str] | None = None,
     ) -> int:
         """Start `argv` in a new session without waiting; its id.
 
@@ -231,9 +232,10 @@ class UnifiedExecSessionManager:
         starts bash or zsh so that it reports where each command ends.
         `tty=False` runs it on pipes, stdin closed (pipe_session.py; never integrated).
         `buffer_bytes`: what the session keeps unread between requests (default `output_max_bytes`).
-        A session that may be kept is started with `await launch(...)`.
+        `command`: what every face (and the journal) shows, when `argv` wraps what the user gave
+        (an agent's `cmd` in its shell). A session that may be kept is started with `await launch(...)`.
         """
-        plan = self._plan(argv, name, cwd, env, integration, tty, buffer_bytes)
+        plan = self._plan(argv, name, cwd, env, integration, tty, buffer_bytes, command)
         return self._open(plan, None)
 
     async def launch(
@@ -277,9 +279,10 @@ class UnifiedExecSessionManager:
             raise
         return self._open(plan, kept)
 
-    def _plan(self, argv, name, cwd, env, integration, tty=True, buffer_bytes=None) -> _Plan:
+    def _plan(self, argv, name, cwd, env, integration, tty=True, buffer_bytes=None, command=None) -> _Plan:
         """Everything a new session needs, checked before anything starts (its id taken last)."""
-        argv = command = list(argv)  # `command`: what the user gave, shown in every face
+        argv = list(argv)
+        command = argv if command is None else list(command)  # what the user gave, shown in every face
         if not argv or not argv[0]:
             raise MissingCommandLineError()
         self._check_name(argv, name)

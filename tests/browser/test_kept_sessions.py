@@ -15,6 +15,9 @@ Every wait is for a condition (text on screen, the kernel's status), with a dead
 
 from __future__ import annotations
 
+import re
+
+import psutil
 import pytest
 
 from .conftest import fresh_page, isolated_env, jupyter_server
@@ -163,3 +166,24 @@ def test_without_a_direct_channel_the_view_says_how_to_open_the_kept_session_aga
         row = panel.locator('.uexec-session-row[data-session-id="0"]')
         wait_until(lambda: kept_row(row, "kept, 1 restart"), RESTART_S,
                    "the panel to list the kept session")
+
+
+def test_a_kept_session_whose_keeper_dies_says_so_and_types_on(lab, page):
+    """The failure matrix's first cell as a person sees it (docs/architecture.md): the keeper is
+    killed; the live view goes on (the kernel reads the terminal itself) and the Sessions panel says
+    the session is no longer kept, where it said `kept`."""
+    cells = open_notebook(lab, page, "kept_keeper_dies", [KEPT_CELL])
+    terminal = start_live_shell(page, cells, 1)
+    wait_until(lambda: kernel_idle(page), 15, "the cell to finish")
+    panel = open_sessions_panel(page)
+    row = panel.locator('.uexec-session-row[data-session-id="0"]')
+    wait_until(lambda: kept_row(row, "kept"), 15, "the panel's kept row")
+    program = int(re.search(r"pid (\d+)", row.get_attribute("title")).group(1))
+    keeper = psutil.Process(program).parent()  # a kept program's parent is its keeper
+    assert any("uexec keeper" in part for part in keeper.cmdline())
+    keeper.kill()
+    wait_until(lambda: row.locator(".uexec-session-kept").inner_text() == "no longer kept: its keeper died", 30,
+               "the panel to say the keeper died")
+    type_line(page, terminal, "echo still-$((20+22))")
+    wait_for_lines(terminal, lambda lines: "still-42" in lines, 15, "the echo after the keeper died")
+    screenshot_artifact(page, "kept-session-after-its-keeper-died.png")

@@ -654,6 +654,7 @@ class UnifiedExecSessionManager:
                 managed.notice += f"Note: session {session.name or session.session_id} is {note}.\n"
             self._acks.pop(session.session_id, None)
             self._guard(session.pid)
+            log.warning("uexec: session %s is %s (it ends with this kernel now)", session.name or session.session_id, note)
         if kept:
             self._changed()
 

@@ -514,7 +514,7 @@ class Keeper:
             future.set_result(message)
 
     def _lost(self, why: str = "went away") -> None:
-        log.warning("uexec: the keeper of kept sessions: %s; its sessions end with this kernel now", why)
+        log.debug("uexec: the keeper of kept sessions %s", why)  # the manager tells the person, a line per session
         welcomed, self._welcomed = self._welcomed, False
         self.close()
         if welcomed:  # it served us, so it is ours to clear (its sessions are this kernel's now); not a refusal's end

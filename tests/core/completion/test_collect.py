@@ -242,6 +242,15 @@ async def test_until_matches_a_terminal_line_with_anchors(manager):
     assert started.ended_by == "match" and started.output.replace("\r", "").endswith("ready\n")
 
 
+async def test_until_matches_a_line_as_the_terminal_shows_it(integrated):
+    """bash starts a command's output with ESC[?2004l and \\r: `^begun` still meets the line `begun`."""
+    sid = await shell(integrated)
+    begun = await integrated.write(sid, "echo begun; sleep 30\n", until="^begun$", timeout_ms=20_000)
+    assert begun.ended_by == "match", begun
+    painted = await integrated.start(["bash", "-c", "printf '\\033[1;32mready\\033[0m\\n'; sleep 30"], until="^ready$", timeout_ms=20_000)
+    assert painted.ended_by == "match", painted
+
+
 async def test_until_sees_a_long_line_whole_though_it_came_in_pieces(manager):
     long_line = "import sys, time; sys.stdout.write('start' + 'x' * 10000); sys.stdout.flush(); time.sleep(0.3); print('end'); time.sleep(30)"
     started = await manager.start(["python3", "-c", long_line], until="^startx+end$", timeout_ms=20_000)

@@ -282,12 +282,16 @@ class CommandEnd:
 
 
 class _LineMatcher:
-    """`until` on terminal lines: each line once it ends, the unfinished last one as it grows.
+    """`until` on terminal lines as a person reads them: each line once it ends, the unfinished last one as it grows.
 
     The terminal ends lines with `\\r\\n`; the pattern sees `\\n`, so `^ready$`
-    matches a line `ready`. New text is searched as one block, which costs one
-    regex search per read however many lines came; only a block that matched is
-    looked at line by line, so a pattern never matches across a line end.
+    matches a line `ready`. What a terminal does not show is not matched
+    either: escape sequences are taken out, and a line redrawn after a `\\r`
+    is what follows it (bash begins a command's output with `ESC[?2004l\\r`,
+    its bracketed paste turned off, so `^begun` meets `begun` there). New text
+    is searched as one block, which costs one regex search per read however
+    many lines came; only a block that matched is looked at line by line, so a
+    pattern never matches across a line end.
     """
 
     def __init__(self, pattern: re.Pattern[str]):
@@ -298,6 +302,11 @@ class _LineMatcher:
         text = self._unfinished + data.decode("utf-8", "replace").replace("\r\n", "\n")
         cut = text.rfind("\n") + 1
         self._unfinished = text[cut:][-MAX_UNFINISHED_LINE:]
-        if not self._pattern.search(text):
+        shown = _UNSHOWN.sub("", text)
+        if not self._pattern.search(shown.replace("\r", "\n")):
             return False
-        return any(self._pattern.search(line) for line in text.split("\n"))
+        return any(self._pattern.search(line.rsplit("\r", 1)[-1]) for line in shown.split("\n"))
+
+
+# A terminal's control sequences (CSI, OSC, and two-character escapes): none of them is text on a line.
+_UNSHOWN = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")

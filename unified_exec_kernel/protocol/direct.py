@@ -24,7 +24,7 @@ from collections.abc import Callable
 from ..core.manager import UnifiedExecSessionManager
 from ..core.errors import WriteToStdinError
 from ..core.session import HOLD_S, PtySession
-from . import frames, messages
+from . import frames, messages, sizes
 from .endpoint import Endpoint
 from .messages import BadRequest
 from .window import WINDOW, WindowedStream
@@ -63,6 +63,10 @@ class DirectEndpoint(Endpoint):
             )
         return stream
 
+    def view_of(self, data: dict):
+        """A connection is one view: its `I` frames name none, and its `resize` is the same view's."""
+        return (self, None)
+
     def receive_text(self, payload: bytes) -> None:
         """A `T` frame: one JSON message, as the comm would get it."""
         try:
@@ -89,6 +93,7 @@ class DirectEndpoint(Endpoint):
                     f"the program is not reading its input ({waiting:,} bytes typed earlier still wait; "
                     f"at most {INPUT_WINDOW:,} may): these {len(keys):,} were not sent"
                 ))
+            sizes.typed(session, self.view_of({}))
             session.write(keys)
         except Exception as error:  # noqa: BLE001 - one line, as for a JSON input
             self._fail(None, error, {"type": "input", "session_id": session_id})

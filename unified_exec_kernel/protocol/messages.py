@@ -274,6 +274,12 @@ def exited(session: PtySession) -> dict:
     return {"type": "exited", "session_id": session.session_id, "exit_code": session.exit_code, "closed": session.closed}
 
 
+def size(session: PtySession) -> dict:
+    """The PTY's size changed (sizes.py: the view in use gave it its own): each view shows the program at it."""
+    rows, cols = session.size
+    return {"type": "size", "session_id": session.session_id, "rows": rows, "cols": cols}
+
+
 def flow(session: PtySession) -> dict:
     """The program's output was stopped by XOFF (`paused`) or started again: a view says so."""
     return {"type": "flow", "session_id": session.session_id, "paused": session.paused}

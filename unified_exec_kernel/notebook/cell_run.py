@@ -24,6 +24,7 @@ from ..core.errors import UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import UnifiedExecResult
 from ..jupyter.bridge import Bridge
+from ..protocol.notices import noticeboard
 
 
 class LiveView(Protocol):
@@ -99,6 +100,7 @@ async def run_in_cell(
     async def collect() -> UnifiedExecResult:
         session_id, stop_watching = opened if opened is not None else await begin()
         waited_from = time.monotonic()
+        session = manager.session(session_id)
         try:
             result = await manager.write(
                 session_id,
@@ -114,6 +116,8 @@ async def run_in_cell(
             )
         finally:
             stop_watching()
+        if result.ended_by == "match":  # a person away from the page hears of it (protocol/notices.py)
+            noticeboard(manager).matched(session, request.until, result.output, "until")
         # A start's time runs from the spawn: showing the live view came between
         # it and the wait, and a shell at its prompt by then read as `0.00 s`.
         return dataclasses.replace(result, wall_time=result.wall_time + waited_from - spawned[0]) if spawned else result

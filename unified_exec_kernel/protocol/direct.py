@@ -27,6 +27,7 @@ from ..core.session import HOLD_S, PtySession
 from . import frames, messages, sizes
 from .endpoint import Endpoint
 from .messages import BadRequest
+from .notices import noticeboard
 from .window import WINDOW, WindowedStream
 
 INPUT_WINDOW = WINDOW
@@ -142,6 +143,7 @@ class DirectConnection(asyncio.Protocol):
         self._reading_paused = False
         self.transport: asyncio.Transport | None = None
         self.endpoint: DirectEndpoint | None = None
+        self._stop_notices = lambda: None
 
     # -- out -------------------------------------------------------------------
 
@@ -171,6 +173,8 @@ class DirectConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         self.endpoint = DirectEndpoint(self._manager, self, hold_s=self._hold_s)
         self.send_message({**messages.hello(self._manager), "carrier": CARRIER})
+        # A page's notifications hear of every session's end here, its notebook open or not (notices.py).
+        self._stop_notices = noticeboard(self._manager).listen(self.send_message)
 
     def data_received(self, data: bytes) -> None:
         for kind, payload in self._reader.feed(data):
@@ -197,6 +201,7 @@ class DirectConnection(asyncio.Protocol):
             self.endpoint.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_notices()
         if self.endpoint is not None:
             self.endpoint.close()
         if self._on_lost is not None:

@@ -23,6 +23,7 @@ from ..core.session import PtySession
 from ..core.completion.collect import compile_until
 from ..core.journal import open_journal
 from . import messages, sizes
+from .notices import noticeboard
 from .live import LiveStream
 from .messages import BadRequest
 
@@ -178,7 +179,10 @@ class Endpoint:
             text = ""
         else:
             session_id, text = self.manager.session(key).session_id, " ".join(chunks)
+        session = self.manager.session(session_id)
         result = await self._collect_with_events(rid, session_id, self.manager.write(session_id, text, first_prompt=key is None, **waits))
+        if result.ended_by == "match":
+            noticeboard(self.manager).matched(session, waits["until"], result.output, "until")
         self.send(messages.result(rid, result, self._shown(result, output_format)))
 
     async def _exec_codex(self, data: dict, rid) -> None:
@@ -246,6 +250,8 @@ class Endpoint:
         finally:
             if self.watches.get(rid) is watch:
                 del self.watches[rid]
+        if watched.ended_by == "match":
+            noticeboard(self.manager).matched(session, conditions["until"], watched.output, "watch")
         self.send(messages.fired(rid, watched, self._shown(watched, output_format)))
 
     def _unwatch(self, data: dict, rid) -> None:
@@ -321,6 +327,8 @@ class Endpoint:
         view = self.view_of(data)
         sizes.sizes_of(session).resize(view, *size, claim=claim)
         self._viewed.setdefault(session.session_id, (session, set()))[1].add(view)
+        if session.size != size:
+            self.send(messages.size(session))  # not the view in use: it draws at the PTY's size
         self.send(messages.ok(rid, session.session_id))
 
     def view_of(self, data: dict):

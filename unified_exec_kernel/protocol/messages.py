@@ -280,6 +280,21 @@ def size(session: PtySession) -> dict:
     return {"type": "size", "session_id": session.session_id, "rows": rows, "cols": cols}
 
 
+def session_event(session: PtySession, event: str, seconds: float, *, line: str | None = None, by: str | None = None) -> dict:
+    """A session ended (`exited`) or printed the line a wait was for (`matched`): notices.py."""
+    return {
+        "type": "session_event",
+        "event": event,
+        "session_id": session.session_id,
+        "name": session.name,
+        "command": list(session.command),
+        "exit_code": session.exit_code,
+        "seconds": round(max(seconds, 0.0), 3),
+        "line": line,
+        "by": by,
+    }
+
+
 def flow(session: PtySession) -> dict:
     """The program's output was stopped by XOFF (`paused`) or started again: a view says so."""
     return {"type": "flow", "session_id": session.session_id, "paused": session.paused}

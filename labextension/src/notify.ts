@@ -15,7 +15,7 @@
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
-import type { INotebookTracker } from '@jupyterlab/notebook';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 
 import { directUrl } from './direct';
@@ -32,12 +32,10 @@ export interface NotifySettings {
 
 export const DEFAULT_SETTINGS: NotifySettings = { enabled: true, minimumSeconds: 10 };
 
-/** The relay's close code for a kernel with no direct channel (server/relay.py). */
-const NO_CHANNEL = 4404;
-/** A kernel without a channel is asked again at most this often (`%load_ext` may have started one). */
-const RETRY_NO_CHANNEL_MS = 30_000;
+/** A kernel without a channel is asked again this often (`%load_ext` may have started one). */
+const RETRY_NO_CHANNEL_MS = 10_000;
 /** Waits before reconnecting a dropped channel (a restart takes seconds). */
-const RECONNECT_MS = [500, 1000, 2000, 5000];
+const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];
 
 /** How long a failed end stays on screen: until read. Others go after this. */
 const AUTO_CLOSE_MS = 8000;
@@ -51,6 +49,13 @@ export class SessionNotifier {
     const kernels = _app.serviceManager.kernels;
     kernels.runningChanged.connect(this._sync, this);
     void kernels.ready.then(() => this._sync());
+    // A kernel started by this page is in the list at once (the manager's poll may come much later).
+    const follow = (panel: NotebookPanel): void => {
+      panel.sessionContext.kernelChanged.connect(() => this._sync());
+      panel.sessionContext.statusChanged.connect(() => this._sync());
+    };
+    _notebooks?.widgetAdded.connect((_, panel) => follow(panel));
+    _notebooks?.forEach(follow);
   }
 
   settings: NotifySettings = { ...DEFAULT_SETTINGS };
@@ -134,6 +139,12 @@ export class SessionNotifier {
     for (const model of this._app.serviceManager.kernels.running()) {
       running.set(model.id, model);
     }
+    this._notebooks?.forEach(panel => {
+      const kernel = panel.sessionContext.session?.kernel;
+      if (kernel && !kernel.isDisposed) {
+        running.set(kernel.id, { id: kernel.id, name: kernel.name });
+      }
+    });
     for (const [id, channel] of this._channels) {
       if (!running.has(id)) {
         channel.close();
@@ -167,12 +178,13 @@ class EventChannel {
     this._connect();
   }
 
-  /** The kernel had no channel a while ago: worth asking again (its kernel was busy since). */
+  /** The kernel had no channel a while ago: worth asking again (`%load_ext` may have started one since). */
   get retryable(): boolean {
     return this._noChannelSince !== null && Date.now() - this._noChannelSince >= RETRY_NO_CHANNEL_MS;
   }
 
   retry(): void {
+    clearTimeout(this._timer);
     this._noChannelSince = null;
     this._connect();
   }
@@ -219,15 +231,14 @@ class EventChannel {
         return;
       }
       this._socket = null;
-      if (event.code === NO_CHANNEL) {
-        this._noChannelSince = Date.now();
-        return;
-      }
-      // Dropped (a restart, the server): try again a few times, then on the next change of kernels.
+      // No channel yet (a kernel just started binds it as our extension loads), or dropped (a restart,
+      // the server): try again a few times, then now and then as the kernels change.
       if (this._attempt < RECONNECT_MS.length) {
         this._timer = setTimeout(() => this._connect(), RECONNECT_MS[this._attempt++]);
       } else {
+        // A kernel without a channel (not ours, or its extension loaded later) is asked again now and then.
         this._noChannelSince = Date.now();
+        this._timer = setTimeout(() => this.retry(), RETRY_NO_CHANNEL_MS);
       }
     };
   }

@@ -28,15 +28,13 @@ import pytest
 from .conftest import ARTIFACTS, OURS, RESIZE_RECORDER_JS, jupyter_server
 from .test_lab import (
     GRID_JS,
-    kernel_connected,
     run_cell,
-    run_setup_cell,
-    SETUP,
     stty_sizes,
     wait_for_lines,
     wait_output,
     wait_until,
 )
+from .test_notifications import LOAD_S, open_loaded, open_notebook
 from .test_saved_screen import live_outputs, plain
 
 pytestmark = pytest.mark.timeout(600)
@@ -51,21 +49,11 @@ VIEW_INDEX_JS = """cell => Array.from(cell.querySelectorAll('.jp-OutputArea > .j
     .findIndex(child => child.querySelector('.uexec-terminal') !== null)"""
 
 
-#: Generous: two pages, a collaborative server and a kernel start on a shared 2-core machine.
-LOAD_S = 120
-
-
 def open_shared(server, page, *, write: bool):
-    """Open the notebook (user A writes it first; B opens what is there); its code cells once its kernel is up."""
-    url = server.write_notebook(NAME, [SETUP, SIZES]) if write else f"{server.url}/lab/tree/{NAME}.ipynb"
-    page.goto(url + "?reset", timeout=LOAD_S * 1000)
-    panel = page.locator("#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)")
-    cells = panel.locator(".jp-Notebook .jp-CodeCell")
-    cells.first.locator(".cm-content").wait_for(timeout=LOAD_S * 1000)
-    wait_until(lambda: kernel_connected(server, f"{NAME}.ipynb"), LOAD_S, "the kernel to start", 0.2)
-    indicator = panel.locator(".jp-Notebook-ExecutionIndicator")
-    wait_until(lambda: indicator.get_attribute("data-status") == "idle", LOAD_S, "the notebook to see its kernel", 0.2)
-    return run_setup_cell(page, cells) if write else cells
+    """Open the notebook (user A writes it first and runs its first cell; B opens what is there); its code cells."""
+    if write:
+        return open_notebook(server, page, NAME, [SIZES])
+    return open_loaded(server, page, f"{server.url}/lab/tree/{NAME}.ipynb", NAME)
 
 
 @pytest.fixture(scope="module")

@@ -30,16 +30,21 @@ IN_FRAME_JS = """node => {
 }"""
 
 
-def open_notebook(server, page, name: str, cells: list[str]):
-    """test_lab's, with bounds for a loaded machine: the notebook, its kernel up, its first cell run; its code cells."""
-    page.goto(server.write_notebook(name, [SETUP, *cells]) + "?reset", timeout=LOAD_S * 1000)
+def open_loaded(server, page, url: str, name: str):
+    """Go to a notebook's `url` and wait, with bounds for a loaded machine, for its cells and its kernel; its code cells."""
+    page.goto(url + "?reset", timeout=LOAD_S * 1000)
     panel = page.locator("#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)")
     code_cells = panel.locator(".jp-Notebook .jp-CodeCell")
     code_cells.first.locator(".cm-content").wait_for(timeout=LOAD_S * 1000)
     wait_until(lambda: kernel_connected(server, f"{name}.ipynb"), LOAD_S, "the kernel to start", 0.2)
     indicator = panel.locator(".jp-Notebook-ExecutionIndicator")
     wait_until(lambda: indicator.get_attribute("data-status") == "idle", LOAD_S, "the notebook to see its kernel", 0.2)
-    return run_setup_cell(page, code_cells)
+    return code_cells
+
+
+def open_notebook(server, page, name: str, cells: list[str]):
+    """test_lab's, with bounds for a loaded machine: the notebook, its kernel up, its first cell run; its code cells."""
+    return run_setup_cell(page, open_loaded(server, page, server.write_notebook(name, [SETUP, *cells]), name))
 
 
 @pytest.fixture(scope="module")

@@ -472,7 +472,7 @@ export class DirectFirstCarrier extends CarrierBase {
       return;
     }
     if (this._choice === 'fallback') {
-      this._fallback.send(msg);
+      this._sendByFallback(msg);
     } else if (this._direct?.isOpen) {
       this._direct.send(msg);
     } else if (this._queue.length < QUEUE_MAX) {
@@ -569,6 +569,23 @@ export class DirectFirstCarrier extends CarrierBase {
     this._flush(established);
     if (established) {
       this.restart();
+    }
+  }
+
+  /**
+   * A fallback whose comm went with its kernel connection cannot carry
+   * anything more: ipywidgets' `send` throws `Cannot send` on a comm of a
+   * disposed connection (a page that connected to the kernel again, as a
+   * collaborator's did, right after its direct channel was found missing).
+   * Thrown from a websocket's or a key's handler, that was an uncaught error
+   * in the page; now the view closes, saying it is disconnected.
+   */
+  private _sendByFallback(msg: FrontEndMessage): void {
+    try {
+      this._fallback.send(msg);
+    } catch (error) {
+      console.debug(`uexec: the kernel's messages cannot carry this view: ${String(error)}`);
+      this._onFallbackClosed(DISCONNECTED);
     }
   }
 

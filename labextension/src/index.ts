@@ -12,6 +12,7 @@ import {
 } from '@jupyterlab/application';
 import { Dialog, ICommandPalette, InputDialog, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { commandLine, sessionState } from './format';
@@ -26,6 +27,9 @@ export namespace CommandIDs {
 
 /** How long "Open session in a terminal tab" waits for the kernel to list its sessions. */
 const LIST_TIMEOUT_MS = 10_000;
+
+/** The terminal tabs, once the panel plugin made them: notifications ask whether one shows a session. */
+let openTabs: import('./tabs').TerminalTabs | null = null;
 
 const panelPlugin: JupyterFrontEndPlugin<void> = {
   id: 'unified-exec-kernel:sessions',
@@ -47,6 +51,7 @@ const panelPlugin: JupyterFrontEndPlugin<void> = {
       import('./tabs')
     ]);
     const tabs = new TerminalTabs(app, notebooks);
+    openTabs = tabs;
     const panel = new SessionsPanel({ tracker: notebooks, tabs });
 
     app.commands.addCommand(CommandIDs.showSessions, {
@@ -155,4 +160,38 @@ const savedScreensPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [panelPlugin, savedScreensPlugin];
+/**
+ * A session that ends (or prints the line a `--until` or `watch` waited
+ * for) while no view of it is in sight is told in the notification center
+ * (notify.ts); the settings turn it off.
+ */
+const notificationsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'unified-exec-kernel:notifications',
+  description: 'Tells in the notification center when a uexec session ends, or prints an awaited line, out of sight.',
+  autoStart: true,
+  optional: [INotebookTracker, ISettingRegistry],
+  activate: async (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker | null,
+    settings: ISettingRegistry | null
+  ): Promise<void> => {
+    const { SessionNotifier, DEFAULT_SETTINGS } = await import('./notify');
+    const notifier = new SessionNotifier(app, notebooks, () => openTabs);
+    if (!settings) {
+      return;
+    }
+    try {
+      const loaded = await settings.load(notificationsPlugin.id);
+      const read = (): void => {
+        const composite = loaded.composite as Partial<typeof DEFAULT_SETTINGS>;
+        notifier.settings = { ...DEFAULT_SETTINGS, ...composite };
+      };
+      read();
+      loaded.changed.connect(read);
+    } catch (error) {
+      console.warn(`uexec: notification settings could not be read (${error}); using the defaults`);
+    }
+  }
+};
+
+export default [panelPlugin, savedScreensPlugin, notificationsPlugin];

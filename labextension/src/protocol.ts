@@ -192,6 +192,38 @@ export const END_REASONS = ['exit', 'closed', 'kernel'] as const;
 
 export type EndReason = (typeof END_REASONS)[number];
 
+/**
+ * The PTY's size changed: the view in use (the one typed or clicked into
+ * last) gave it its own. A view of another size shows the program at this
+ * one and says so.
+ */
+export interface SizeMessage extends EventRequestId {
+  type: 'size';
+  session_id: SessionId;
+  rows: number;
+  cols: number;
+}
+
+/**
+ * A session ended (`exited`) or printed the line a wait was for
+ * (`matched`), to every comm and direct channel: what notifications tell a
+ * person who is not looking (notify.ts).
+ */
+export interface SessionEventMessage extends EventRequestId {
+  type: 'session_event';
+  event: 'exited' | 'matched';
+  session_id: SessionId;
+  name: string | null;
+  command: string[];
+  exit_code: number | null;
+  /** Since the session started. */
+  seconds: number;
+  /** `matched`: the line, as a person reads it. */
+  line: string | null;
+  /** `matched`: a `--until` (a cell's, an exec's) or a `watch`. */
+  by: 'until' | 'watch' | null;
+}
+
 export interface ExitedMessage extends EventRequestId {
   type: 'exited';
   session_id: SessionId;
@@ -265,6 +297,8 @@ export type KernelMessage =
   | OkMessage
   | AttachedMessage
   | FlowMessage
+  | SizeMessage
+  | SessionEventMessage
   | DataMessage
   | ExitedMessage
   | SessionsChangedMessage
@@ -283,6 +317,8 @@ export const KERNEL_MESSAGE_TYPES = [
   'data',
   'exited',
   'flow',
+  'size',
+  'session_event',
   'sessions_changed',
   'watching',
   'fired',
@@ -366,14 +402,20 @@ export interface InputRequest extends Request {
   session_id?: SessionId;
   /** Written to the PTY as-is: keystrokes. */
   data: string;
+  /** The view typing (a comm or widget carries several): its size becomes the PTY's. */
+  view?: string;
 }
 
 export interface ResizeRequest extends Request {
   type: 'resize';
   session_id?: SessionId;
-  /** 1..1000 each. */
+  /** 1..1000 each: the view's own size. */
   rows: number;
   cols: number;
+  /** Which view this is (a comm or widget carries several). */
+  view?: string;
+  /** A person just turned to this view (focus): the PTY takes its size now, not at its next key. */
+  claim?: boolean;
 }
 
 export interface ReadRequest extends Request {

@@ -19,6 +19,14 @@
  * the cell's model (and with it the page) ignores it, and `toJSON` reads it.
  * The output area keeps the kernel's copy, which only pages without the view
  * show; the next update from the kernel replaces both.
+ *
+ * Each shared output finds its drawn output by the widget model it shows,
+ * never by its index: a page that did not run the cell (a collaborator's)
+ * draws the outputs in another order. JupyterLab's code cell model turns
+ * a change of the shared list into removes and appends ("inserting an
+ * output always results in appending it", @jupyterlab/cells' model.ts), so
+ * the kernel's update of a view's output at its cell's end, a `set` in the
+ * page that ran it, moves that output to the end in every other page.
  */
 
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -36,10 +44,45 @@ interface OutputMap {
   set(key: string, value: unknown): void;
 }
 
-/** What the extension uses of a code cell's widget. */
+/** What the extension uses of a code cell's widget: its output area's model and what it draws, in the same order. */
 interface CellWidget {
   model: { type: string; sharedModel: unknown };
-  outputArea?: { widgets: readonly { node: HTMLElement }[] };
+  outputArea?: {
+    model: { length: number; get(index: number): { data: unknown } };
+    widgets: readonly { node: HTMLElement }[];
+  };
+}
+
+const WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json';
+
+/** The widget model a live view's output shows (its identity in every page), or null. */
+export function widgetModelId(data: unknown): string | null {
+  if (typeof data !== 'object' || data === null) {
+    return null;
+  }
+  const view = (data as Record<string, unknown>)[WIDGET_VIEW];
+  const id = typeof view === 'object' && view !== null ? (view as { model_id?: unknown }).model_id : undefined;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
+/**
+ * For each shared output (by index), the index of the drawn output that
+ * shows the same widget model, or -1: pairs by identity, whatever the order
+ * either list has. Outputs without a model id pair with nothing.
+ */
+export function pairByModel(shared: readonly unknown[], drawn: readonly unknown[]): number[] {
+  const where = new Map<string, number[]>();
+  drawn.forEach((data, index) => {
+    const id = widgetModelId(data);
+    if (id !== null) {
+      where.set(id, [...(where.get(id) ?? []), index]);
+    }
+  });
+  // One model shown twice in a cell: the first shared output takes the first drawn one.
+  return shared.map(data => {
+    const id = widgetModelId(data);
+    return (id === null ? undefined : where.get(id)?.shift()) ?? -1;
+  });
 }
 
 /** Every notebook the tracker knows, now and later, writes its views' screens before each save. */
@@ -67,19 +110,24 @@ export function writeScreens(panel: NotebookPanel): number {
     if (!outputs || typeof outputs.get !== 'function') {
       continue; // not the shared model this was written for: the kernel's copy stays
     }
-    const shown = cell.outputArea.widgets;
-    for (let index = 0; index < Math.min(outputs.length, shown.length); index++) {
+    const { model: drawnModel, widgets: shown } = cell.outputArea;
+    const sharedData = Array.from({ length: outputs.length }, (_, index) => {
       const output = outputs.get(index) as OutputMap | undefined;
-      const data = output && typeof output.get === 'function' ? output.get('data') : undefined;
-      if (!isLiveViewData(data)) {
-        continue;
+      return output && typeof output.get === 'function' ? output.get('data') : undefined;
+    });
+    const drawnData = Array.from({ length: Math.min(drawnModel.length, shown.length) }, (_, index) => drawnModel.get(index).data);
+    const pairs = pairByModel(sharedData, drawnData);
+    sharedData.forEach((data, index) => {
+      if (!isLiveViewData(data) || pairs[index] < 0) {
+        return;
       }
-      const snapshot = askView(shown[index].node);
+      const snapshot = askView(shown[pairs[index]].node);
       if (snapshot) {
-        shared.transact(() => output!.set('data', withSnapshot(data, snapshot)), false);
+        const output = outputs.get(index) as OutputMap;
+        shared.transact(() => output.set('data', withSnapshot(data, snapshot)), false);
         written++;
       }
-    }
+    });
   }
   return written;
 }

@@ -15,6 +15,7 @@ import { OutputPacer } from './pacer';
 import { drawWithWebgl, moveTextareaInFrames } from './renderer';
 import { nextRequestId, type KernelMessage } from './protocol';
 import { screenHtml, screenText, TEXT_MAX_CHARS, type Colour, type ScreenCell } from './snapshot';
+import { SharedSize } from './sizing';
 import { SessionStream, type StreamAction } from './stream';
 
 export namespace SessionTerminal {
@@ -66,6 +67,9 @@ export class SessionTerminal {
     this._note.className = 'uexec-terminal-note';
     this._note.hidden = true;
     this.node.appendChild(this._note);
+    this._sizeNote.className = 'uexec-terminal-size';
+    this._sizeNote.hidden = true;
+    this.node.appendChild(this._sizeNote);
     this._term = new Terminal({ scrollback: 10000, fontSize: 13 });
     // Its rows may be drawn on a canvas (renderer.ts): tests and benchmarks
     // read what it shows from xterm's buffer, as they read JupyterLab's terminal.
@@ -118,8 +122,8 @@ export class SessionTerminal {
     // Fires once the node is laid out in the page, and on every size change.
     this._resizeObserver = new ResizeObserver(() => this._onResize());
     this._resizeObserver.observe(this.node);
-    // Several views may show one session; the one being typed into gives the
-    // PTY its size, even if another view resized it since.
+    // Several views may show one session; the one used last (typed or
+    // clicked into) gives the PTY its size (sizing.ts, protocol/sizes.py).
     this.node.addEventListener('focusin', () => this._reclaimSize());
   }
 
@@ -208,7 +212,11 @@ export class SessionTerminal {
       return; // a pipes session takes no keys (its view said so once)
     }
     if (this._stream.live) {
-      this._carrier.send({ type: 'input', data });
+      if (!this._size.ownSize) {
+        this._size.used(); // the kernel gives the PTY this view's size before these keys
+        this._drawAtSize();
+      }
+      this._carrier.send({ type: 'input', data, view: this._viewId });
     } else if (this._stream.attaching && this._typedAhead.length < TYPED_AHEAD_MAX) {
       this._typedAhead += data;
     }
@@ -258,6 +266,12 @@ export class SessionTerminal {
   }
 
   private _onMessage(msg: KernelMessage): void {
+    if (msg.type === 'size' || (msg.type === 'attached' && this._stream.attaching)) {
+      this._size.heard({ rows: clamp(msg.rows), cols: clamp(msg.cols) });
+      if (msg.type === 'size') {
+        this._drawAtSize();
+      }
+    }
     const action = this._stream.handle(msg);
     if (action) {
       this._apply(action);
@@ -407,7 +421,24 @@ export class SessionTerminal {
 
   private _reclaimSize(): void {
     this._sentSize = '';
+    this._claim = true;
     this._scheduleFit();
+  }
+
+  /** xterm at the size the program draws for (the PTY's, which another view may have given it), and the note. */
+  private _drawAtSize(): void {
+    const size = this._size.drawn;
+    if (!this._opened || this._disposed || !size || this._replayAtPtySize) {
+      return;
+    }
+    if (size.rows !== this._term.rows || size.cols !== this._term.cols) {
+      this._term.resize(size.cols, size.rows);
+    }
+    const note = this._size.note;
+    if (this._sizeNote.textContent !== note) {
+      this._sizeNote.textContent = note;
+    }
+    this._sizeNote.hidden = note === '';
   }
 
   private _scheduleFit(): void {
@@ -439,13 +470,23 @@ export class SessionTerminal {
       this._pacer.whenParsed(() => this._fitAndResize());
       return;
     }
-    this._fit.fit();
-    const rows = clamp(this._term.rows);
-    const cols = clamp(this._term.cols);
+    const fits = this._fit.proposeDimensions();
+    if (!fits || !Number.isFinite(fits.rows) || !Number.isFinite(fits.cols)) {
+      return;
+    }
+    const rows = clamp(fits.rows);
+    const cols = clamp(fits.cols);
     const size = `${rows}x${cols}`;
+    const claim = this._claim;
+    this._claim = false;
+    if (claim) {
+      this._size.used();
+    }
+    this._size.fits({ rows, cols });
+    this._drawAtSize();
     if (this._stream.live && !this._closed && size !== this._sentSize) {
       this._sentSize = size;
-      this._carrier.send({ type: 'resize', rows, cols });
+      this._carrier.send({ type: 'resize', rows, cols, view: this._viewId, ...(claim ? { claim: true } : {}) });
     }
   }
 
@@ -470,6 +511,12 @@ export class SessionTerminal {
   private _inView = true;
   private _replayAtPtySize = false;
   private readonly _pausedNote: HTMLDivElement;
+  private readonly _sizeNote = document.createElement('div');
+  private readonly _size = new SharedSize();
+  /** Names this view to the kernel, which keeps each view's size (a comm or widget carries several). */
+  private readonly _viewId = `view-${nextRequestId()}`;
+  /** The next resize claims the PTY (focus moved in). */
+  private _claim = false;
   private readonly _pausedChanged?: (paused: boolean) => void;
   private readonly _note: HTMLDivElement;
   private readonly _noticeChanged?: (notice: string) => void;

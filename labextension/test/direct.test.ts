@@ -323,6 +323,18 @@ describe('DirectFirstCarrier', () => {
     });
   }
 
+  test("a fallback that throws on send (its comm went with the page's kernel connection) closes the view, throwing nothing", t => {
+    const { made, fallback, carrier, view } = directFirst(t);
+    fallback.send = () => {
+      throw new Error('Cannot send'); // @jupyterlab/services' comm of a disposed kernel connection
+    };
+    carrier.send({ type: 'resize', rows: 3, cols: 4 });
+    assert.doesNotThrow(() => made[0].drop(4404)); // "no direct channel": what waited goes to the fallback
+    assert.equal(view.closedWith, 'disconnected from the kernel');
+    assert.ok(carrier.isClosed);
+    assert.doesNotThrow(() => carrier.send({ type: 'input', data: 'x' }));
+  });
+
   test('a URL the browser refuses to open is the fallback at once', () => {
     const fallback = new FakeFallback();
     const refuse = (): SocketLike => {

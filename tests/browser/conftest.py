@@ -182,6 +182,10 @@ def isolated_env(base: Path) -> dict[str, str]:
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Nor ours ("session 3 exited ... after 12 s") over what a test clicks: test_notifications.py turns them on.
+    ours = settings / EXTENSION_NAME / "notifications.jupyterlab-settings"
+    ours.parent.mkdir(parents=True)
+    ours.write_text(json.dumps({"enabled": False}))
     env = dict(os.environ)
     env.update(
         JUPYTERLAB_SETTINGS_DIR=str(settings),
@@ -208,8 +212,12 @@ def disable_labextension(env: dict[str, str], base: Path, name: str) -> None:
 
 
 @contextlib.contextmanager
-def jupyter_server(base, app: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ()):
-    """A `jupyter lab`, `jupyter notebook` or `voila` on loopback, isolated in `base`, always stopped."""
+def jupyter_server(base, app: str, env: dict[str, str] | None = None, args: tuple[str, ...] = (), *, collaborative: bool = False):
+    """A `jupyter lab`, `jupyter notebook` or `voila` on loopback, isolated in `base`, always stopped.
+
+    Real-time collaboration (jupyter-collaboration, installed by the test extra) is off
+    unless `collaborative`: a person's JupyterLab is what most tests are about.
+    """
     root = base / "root"
     root.mkdir()
     env = env or isolated_env(base)
@@ -236,6 +244,7 @@ def jupyter_server(base, app: str, env: dict[str, str] | None = None, args: tupl
             # The lab server extension (which also serves /lab/api/news) runs under Notebook 7 too.
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.news_url=None",
+            f"--YDocExtension.disable_rtc={not collaborative}",
         ]
     with log.open("wb") as out:
         process = subprocess.Popen(

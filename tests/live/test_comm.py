@@ -175,7 +175,7 @@ def test_protocol_doc_python_and_typescript_name_the_same_messages():
     from unified_exec_kernel.protocol.endpoint import MESSAGE_TYPES
 
     assert front_side == set(MESSAGE_TYPES)
-    assert kernel_side == {"hello", "output", "result", "sessions", "ok", "attached", "data", "exited", "flow", "sessions_changed", "watching", "fired", "journal", "error"}
+    assert kernel_side == {"hello", "output", "result", "sessions", "ok", "attached", "data", "exited", "flow", "size", "session_event", "sessions_changed", "watching", "fired", "journal", "error"}
     protocol_ts = Path(__file__).parent.parent.parent / "labextension" / "src" / "protocol.ts"
     if protocol_ts.exists():
         ts = protocol_ts.read_text()

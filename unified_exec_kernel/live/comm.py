@@ -16,6 +16,7 @@ from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
 from ..jupyter.patches import route_by_own_subshell
 from ..protocol import Endpoint, messages
+from ..protocol.notices import noticeboard
 
 COMM_TARGET = "unified_exec"
 
@@ -29,11 +30,13 @@ class UnifiedExecComm:
         self.endpoint = Endpoint(manager, comm.send)
         self._change_pending = False
         self._stop_listening = lambda: None
+        self._stop_notices = lambda: None
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop_listening = self.manager.add_listener(self._sessions_changed)
         self.comm.send(messages.hello(self.manager))
+        self._stop_notices = noticeboard(self.manager).listen(self.comm.send)
 
     def _sessions_changed(self) -> None:
         # Coalesce a burst of changes (close_all) into one event.
@@ -47,6 +50,7 @@ class UnifiedExecComm:
 
     def close(self) -> None:
         self._stop_listening()
+        self._stop_notices()
         self.endpoint.close()
 
 

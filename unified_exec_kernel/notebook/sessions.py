@@ -48,6 +48,7 @@ from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import SessionInfo, UnifiedExecResult, exit_state
 from ..jupyter.bridge import Bridge
+from ..protocol.notices import noticeboard
 from .blocking import run_blocking
 from .cell_output import CellOutput
 
@@ -106,6 +107,7 @@ async def open_turn(manager: UnifiedExecSessionManager, turn: Turn, watch=None) 
 async def finish_turn(manager: UnifiedExecSessionManager, turn: Turn, opened: Opened, stop: asyncio.Event | None = None) -> UnifiedExecResult:
     """On the engine's loop: type the turn's text and wait (`stop`: an interrupt ends the wait early)."""
     waited_from = time.monotonic()
+    session = manager.session(opened.session_id)
     try:
         result = await manager.write(
             opened.session_id,
@@ -121,6 +123,8 @@ async def finish_turn(manager: UnifiedExecSessionManager, turn: Turn, opened: Op
         )
     finally:
         opened.stop_watching()
+    if result.ended_by == "match":  # a person away from the page hears of it (protocol/notices.py)
+        noticeboard(manager).matched(session, turn.until, result.output, "until")
     if opened.spawned is None:
         return result
     # A start's time runs from the spawn (a live view may have been shown in between).

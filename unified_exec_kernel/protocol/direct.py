@@ -24,9 +24,10 @@ from collections.abc import Callable
 from ..core.manager import UnifiedExecSessionManager
 from ..core.errors import WriteToStdinError
 from ..core.session import HOLD_S, PtySession
-from . import frames, messages
+from . import frames, messages, sizes
 from .endpoint import Endpoint
 from .messages import BadRequest
+from .notices import noticeboard
 from .window import WINDOW, WindowedStream
 
 INPUT_WINDOW = WINDOW
@@ -63,6 +64,10 @@ class DirectEndpoint(Endpoint):
             )
         return stream
 
+    def view_of(self, data: dict):
+        """A connection is one view: its `I` frames name none, and its `resize` is the same view's."""
+        return (self, None)
+
     def receive_text(self, payload: bytes) -> None:
         """A `T` frame: one JSON message, as the comm would get it."""
         try:
@@ -89,6 +94,7 @@ class DirectEndpoint(Endpoint):
                     f"the program is not reading its input ({waiting:,} bytes typed earlier still wait; "
                     f"at most {INPUT_WINDOW:,} may): these {len(keys):,} were not sent"
                 ))
+            sizes.typed(session, self.view_of({}))
             session.write(keys)
         except Exception as error:  # noqa: BLE001 - one line, as for a JSON input
             self._fail(None, error, {"type": "input", "session_id": session_id})
@@ -137,6 +143,7 @@ class DirectConnection(asyncio.Protocol):
         self._reading_paused = False
         self.transport: asyncio.Transport | None = None
         self.endpoint: DirectEndpoint | None = None
+        self._stop_notices = lambda: None
 
     # -- out -------------------------------------------------------------------
 
@@ -166,6 +173,8 @@ class DirectConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         self.endpoint = DirectEndpoint(self._manager, self, hold_s=self._hold_s)
         self.send_message({**messages.hello(self._manager), "carrier": CARRIER})
+        # A page's notifications hear of every session's end here, its notebook open or not (notices.py).
+        self._stop_notices = noticeboard(self._manager).listen(self.send_message)
 
     def data_received(self, data: bytes) -> None:
         for kind, payload in self._reader.feed(data):
@@ -192,6 +201,7 @@ class DirectConnection(asyncio.Protocol):
             self.endpoint.resume()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_notices()
         if self.endpoint is not None:
             self.endpoint.close()
         if self._on_lost is not None:

@@ -22,7 +22,8 @@ from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
 from ..core.completion.collect import compile_until
 from ..core.journal import open_journal
-from . import messages
+from . import messages, sizes
+from .notices import noticeboard
 from .live import LiveStream
 from .messages import BadRequest
 
@@ -83,6 +84,7 @@ class Endpoint:
         self.streams: dict[int, LiveStream] = {}
         self.tasks: set[asyncio.Task] = set()
         self.watches: dict[object, asyncio.Task] = {}
+        self._viewed: dict[int, tuple[PtySession, set]] = {}  # the views of each session this peer sized (sizes.py)
 
     def receive(self, data) -> None:
         """Handle one incoming message; call it on the kernel's loop."""
@@ -109,6 +111,8 @@ class Endpoint:
         for watch in list(self.watches.values()):
             watch.cancel()
         self.watches.clear()
+        for session_id in list(self._viewed):
+            self._forget_views(session_id)
 
     # -- routing and errors ----------------------------------------------------
 
@@ -175,7 +179,10 @@ class Endpoint:
             text = ""
         else:
             session_id, text = self.manager.session(key).session_id, " ".join(chunks)
+        session = self.manager.session(session_id)
         result = await self._collect_with_events(rid, session_id, self.manager.write(session_id, text, first_prompt=key is None, **waits))
+        if result.ended_by == "match":
+            noticeboard(self.manager).matched(session, waits["until"], result.output, "until")
         self.send(messages.result(rid, result, self._shown(result, output_format)))
 
     async def _exec_codex(self, data: dict, rid) -> None:
@@ -243,6 +250,8 @@ class Endpoint:
         finally:
             if self.watches.get(rid) is watch:
                 del self.watches[rid]
+        if watched.ended_by == "match":
+            noticeboard(self.manager).matched(session, conditions["until"], watched.output, "watch")
         self.send(messages.fired(rid, watched, self._shown(watched, output_format)))
 
     def _unwatch(self, data: dict, rid) -> None:
@@ -285,11 +294,13 @@ class Endpoint:
         stream = self.streams.pop(session_id, None)
         if stream is not None:
             stream.close()
+        self._forget_views(session_id)
         self.send(messages.ok(rid, session_id))
 
     def _input(self, data: dict, rid) -> None:
         text = messages.input_text(data)
         session = self._session_of(data)
+        sizes.typed(session, self.view_of(data))
         session.write(text)
         if rid is not None:
             self.send(messages.ok(rid, session.session_id))
@@ -309,10 +320,26 @@ class Endpoint:
         self.send(messages.journal(rid, entry.session_id, *reply[:2], **reply[2], notes=[*reply[3], *(n for n in entry.notes() if n not in reply[3])]))
 
     def _resize(self, data: dict, rid) -> None:
+        """A view's own size; the PTY takes it if that view is the one in use (sizes.py)."""
         size = messages.terminal_size(data)
+        claim = bool(messages.optional_bool(data, "claim"))
         session = self._session_of(data)
-        session.resize(*size)
+        view = self.view_of(data)
+        sizes.sizes_of(session).resize(view, *size, claim=claim)
+        self._viewed.setdefault(session.session_id, (session, set()))[1].add(view)
+        if session.size != size:
+            self.send(messages.size(session))  # not the view in use: it draws at the PTY's size
         self.send(messages.ok(rid, session.session_id))
+
+    def view_of(self, data: dict):
+        """Which of this peer's views sent `data`: a comm or widget carries many, each naming itself."""
+        view = data.get("view")
+        return (self, view if isinstance(view, str) else None)
+
+    def _forget_views(self, session_id: int) -> None:
+        session, views = self._viewed.pop(session_id, (None, ()))
+        for view in views:
+            sizes.forget(session, view)
 
 
 _HANDLERS = {

@@ -54,6 +54,7 @@ class LiveStream:
         self._unsubscribe = session.subscribe(self._batches.push)
         self._forget_exit = session.on_exit(self._on_finished)
         self._forget_flow = session.on_flow(lambda _paused: self._deliver(messages.flow(self.session)))  # XOFF/XON
+        self._forget_size = session.on_resize(self._on_resize)  # sizes.py
 
     def replay(self, request_id=None) -> None:
         """Answer an `attach`: `attached`, the scrollback as `data` events, then live data continues."""
@@ -71,7 +72,13 @@ class LiveStream:
             self._unsubscribe()
             self._forget_exit()
             self._forget_flow()
+            self._forget_size()
             self._batches.cancel()
+
+    def _on_resize(self, _rows: int, _cols: int) -> None:
+        # What the program printed at the old size goes first: a view parses it at that size.
+        self._batches.flush()
+        self._deliver(messages.size(self.session))
 
     def _send_batch(self, batch: Batch) -> None:
         self.bytes_skipped += batch.skipped

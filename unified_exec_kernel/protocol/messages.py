@@ -301,6 +301,27 @@ def exited(session: PtySession) -> dict:
     }
 
 
+def size(session: PtySession) -> dict:
+    """The PTY's size changed (sizes.py: the view in use gave it its own): each view shows the program at it."""
+    rows, cols = session.size
+    return {"type": "size", "session_id": session.session_id, "rows": rows, "cols": cols}
+
+
+def session_event(session: PtySession, event: str, seconds: float, *, line: str | None = None, by: str | None = None) -> dict:
+    """A session ended (`exited`) or printed the line a wait was for (`matched`): notices.py."""
+    return {
+        "type": "session_event",
+        "event": event,
+        "session_id": session.session_id,
+        "name": session.name,
+        "command": list(session.command),
+        "exit_code": session.exit_code,
+        "seconds": round(max(seconds, 0.0), 3),
+        "line": line,
+        "by": by,
+    }
+
+
 def flow(session: PtySession) -> dict:
     """The program's output was stopped by XOFF (`paused`) or started again: a view says so."""
     return {"type": "flow", "session_id": session.session_id, "paused": session.paused}

@@ -95,6 +95,7 @@ class WindowedStream:
         self._unsubscribe = session.subscribe(self._push)
         self._forget_exit = session.on_exit(self._on_finished)
         self._forget_flow = session.on_flow(lambda _paused: self._deliver_message(messages.flow(self.session)))  # XOFF/XON
+        self._forget_size = session.on_resize(lambda _rows, _cols: self._deliver_message(messages.size(self.session)))  # sizes.py
 
     @property
     def in_flight(self) -> int:
@@ -145,6 +146,7 @@ class WindowedStream:
             self._unsubscribe()
             self._forget_exit()
             self._forget_flow()
+            self._forget_size()
             self._queue.clear()
             self._queued = 0
             self._release()

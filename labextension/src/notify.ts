@@ -1,0 +1,256 @@
+/**
+ * Tell the person: when a session ends, or prints the line a `--until` or
+ * a `watch` waited for, while no view of it is in sight (another tab,
+ * scrolled away, its notebook closed), JupyterLab's notification center
+ * says so, with an action that opens the session in a Sessions tab.
+ * JupyterLab's own terminal says nothing; a two-hour training run that
+ * fails in a background tab should not wait to be noticed.
+ *
+ * The kernel says what happened (`session_event`, protocol/notices.py) on
+ * the direct channel, which a page reaches whether or not a notebook on
+ * that kernel is open: one socket per running kernel, no comm (a second
+ * comm-handling kernel connection would close the widgets' comms it does
+ * not know). This page decides whether anyone is looking.
+ */
+
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { Notification } from '@jupyterlab/apputils';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { Kernel } from '@jupyterlab/services';
+
+import { directUrl } from './direct';
+import { noticeKind, noticeText } from './notice';
+import { asKernelMessage, PROTOCOL_VERSION, type SessionEventMessage } from './protocol';
+import type { TerminalTabs } from './tabs';
+
+/** The settings (schema/notifications.json). */
+export interface NotifySettings {
+  enabled: boolean;
+  /** Ends of sessions that ran less than this are not told (a quick `%%uexec ls` is no news). */
+  minimumSeconds: number;
+}
+
+export const DEFAULT_SETTINGS: NotifySettings = { enabled: true, minimumSeconds: 10 };
+
+/** A kernel without a channel is asked again this often (`%load_ext` may have started one). */
+const RETRY_NO_CHANNEL_MS = 10_000;
+/** Waits before reconnecting a dropped channel (a restart takes seconds). */
+const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];
+
+/** How long a failed end stays on screen: until read. Others go after this. */
+const AUTO_CLOSE_MS = 8000;
+
+export class SessionNotifier {
+  constructor(
+    private readonly _app: JupyterFrontEnd,
+    private readonly _notebooks: INotebookTracker | null,
+    private readonly _tabs: () => TerminalTabs | null
+  ) {
+    const kernels = _app.serviceManager.kernels;
+    kernels.runningChanged.connect(this._sync, this);
+    void kernels.ready.then(() => this._sync());
+    // A kernel started by this page is in the list at once (the manager's poll may come much later).
+    const follow = (panel: NotebookPanel): void => {
+      panel.sessionContext.kernelChanged.connect(() => this._sync());
+      panel.sessionContext.statusChanged.connect(() => this._sync());
+    };
+    _notebooks?.widgetAdded.connect((_, panel) => follow(panel));
+    _notebooks?.forEach(follow);
+  }
+
+  settings: NotifySettings = { ...DEFAULT_SETTINGS };
+
+  /**
+   * Whether someone can see session `sessionId` of `kernelId` in this page
+   * now: a view of it (a live view, a Sessions tab) in sight; or, for a
+   * session no view shows, its notebook shown (its cell tells).
+   */
+  inSight(kernelId: string, sessionId: number): boolean {
+    if (document.visibilityState !== 'visible') {
+      return false;
+    }
+    let views = 0;
+    let seen = false;
+    let notebookShown = false;
+    this._tabs()?.tracker.forEach(tab => {
+      const args = tab.content.args;
+      if (args.kernelId === kernelId && args.sessionId === sessionId) {
+        views++;
+        seen ||= tab.isVisible;
+      }
+    });
+    this._notebooks?.forEach(panel => {
+      if (panel.sessionContext.session?.kernel?.id !== kernelId) {
+        return;
+      }
+      const nodes = panel.content.node.querySelectorAll<HTMLElement>(`.uexec-terminal[data-session-id="${sessionId}"]`);
+      views += nodes.length;
+      if (!panel.isVisible) {
+        return;
+      }
+      notebookShown = true;
+      const frame = panel.content.node.getBoundingClientRect();
+      nodes.forEach(node => {
+        seen ||= overlaps(node.getBoundingClientRect(), frame);
+      });
+    });
+    return seen || (views === 0 && notebookShown);
+  }
+
+  /** What happened, told unless someone sees it or the settings say not to. */
+  tell(kernelId: string, event: SessionEventMessage): void {
+    const text = noticeText(event);
+    if (!this.settings.enabled) {
+      console.debug(`uexec: notifications are off: ${text}`);
+      return;
+    }
+    if (event.event === 'exited' && event.seconds < this.settings.minimumSeconds) {
+      console.debug(`uexec: shorter than ${this.settings.minimumSeconds} s, not told: ${text}`);
+      return;
+    }
+    if (this.inSight(kernelId, event.session_id)) {
+      console.debug(`uexec: in sight, not told: ${text}`);
+      return;
+    }
+    console.debug(`uexec: told: ${text}`);
+    const kind = noticeKind(event);
+    const args = { kernelId, sessionId: event.session_id, command: event.command.join(' ') };
+    Notification.emit(text, kind, {
+      autoClose: kind === 'error' ? false : AUTO_CLOSE_MS,
+      actions: [
+        {
+          label: 'Open',
+          caption: 'Show this session in a terminal tab',
+          callback: () => void this._app.commands.execute('uexec:open-session', args)
+        }
+      ]
+    });
+  }
+
+  dispose(): void {
+    this._app.serviceManager.kernels.runningChanged.disconnect(this._sync, this);
+    this._channels.forEach(channel => channel.close());
+    this._channels.clear();
+  }
+
+  /** One channel per running kernel; none for kernels gone. */
+  private _sync(): void {
+    const running = new Map<string, Kernel.IModel>();
+    for (const model of this._app.serviceManager.kernels.running()) {
+      running.set(model.id, model);
+    }
+    this._notebooks?.forEach(panel => {
+      const kernel = panel.sessionContext.session?.kernel;
+      if (kernel && !kernel.isDisposed) {
+        running.set(kernel.id, { id: kernel.id, name: kernel.name });
+      }
+    });
+    for (const [id, channel] of this._channels) {
+      if (!running.has(id)) {
+        channel.close();
+        this._channels.delete(id);
+      }
+    }
+    for (const id of running.keys()) {
+      const channel = this._channels.get(id);
+      if (!channel) {
+        this._channels.set(id, new EventChannel(this._url(id), event => this.tell(id, event)));
+      } else if (channel.retryable) {
+        channel.retry();
+      }
+    }
+  }
+
+  private _url(kernelId: string): string {
+    const server = this._app.serviceManager.serverSettings;
+    return directUrl(kernelId, { baseUrl: server.baseUrl, wsUrl: server.wsUrl, token: server.token, pageUrl: location.href });
+  }
+
+  private readonly _channels = new Map<string, EventChannel>();
+}
+
+/** A kernel's direct channel, listened to for `session_event` only; it attaches nothing. */
+class EventChannel {
+  constructor(
+    private readonly _url: string,
+    private readonly _heard: (event: SessionEventMessage) => void
+  ) {
+    this._connect();
+  }
+
+  /** The kernel had no channel a while ago: worth asking again (`%load_ext` may have started one since). */
+  get retryable(): boolean {
+    return this._noChannelSince !== null && Date.now() - this._noChannelSince >= RETRY_NO_CHANNEL_MS;
+  }
+
+  retry(): void {
+    clearTimeout(this._timer);
+    this._noChannelSince = null;
+    this._connect();
+  }
+
+  close(): void {
+    this._closed = true;
+    clearTimeout(this._timer);
+    this._socket?.close();
+    this._socket = null;
+  }
+
+  private _connect(): void {
+    if (this._closed) {
+      return;
+    }
+    let socket: WebSocket;
+    try {
+      socket = new WebSocket(this._url);
+    } catch {
+      this._noChannelSince = Date.now();
+      return;
+    }
+    this._socket = socket;
+    socket.onmessage = message => {
+      if (typeof message.data !== 'string') {
+        return;
+      }
+      let msg;
+      try {
+        msg = asKernelMessage(JSON.parse(message.data));
+      } catch {
+        return;
+      }
+      if (msg?.type === 'hello') {
+        this._attempt = 0;
+        this._speaks = msg.protocol_version === PROTOCOL_VERSION;
+        console.debug(`uexec: listening for session events on ${this._url.replace(/\?.*/, '')}`);
+      } else if (msg?.type === 'session_event' && this._speaks) {
+        this._heard(msg);
+      }
+    };
+    socket.onclose = event => {
+      if (socket !== this._socket || this._closed) {
+        return;
+      }
+      this._socket = null;
+      // No channel yet (a kernel just started binds it as our extension loads), or dropped (a restart,
+      // the server): try again a few times, then now and then as the kernels change.
+      if (this._attempt < RECONNECT_MS.length) {
+        this._timer = setTimeout(() => this._connect(), RECONNECT_MS[this._attempt++]);
+      } else {
+        // A kernel without a channel (not ours, or its extension loaded later) is asked again now and then.
+        this._noChannelSince = Date.now();
+        this._timer = setTimeout(() => this.retry(), RETRY_NO_CHANNEL_MS);
+      }
+    };
+  }
+
+  private _socket: WebSocket | null = null;
+  private _closed = false;
+  private _attempt = 0;
+  private _speaks = false;
+  private _noChannelSince: number | null = null;
+  private _timer: ReturnType<typeof setTimeout> | undefined = undefined;
+}
+
+function overlaps(a: DOMRect, b: DOMRect): boolean {
+  return a.width > 0 && a.height > 0 && a.bottom > b.top && a.top < b.bottom && a.right > b.left && a.left < b.right;
+}

@@ -17,6 +17,7 @@ import time
 import psutil
 import pytest
 
+from .conftest import kill_processes
 from .kernel_harness import Kernel
 from .test_kept_sessions import DEADLINE_S, configure, gone, keepers, leftovers, restart, runtime, session_pids  # noqa: F401 (a fixture)
 
@@ -247,6 +248,7 @@ def test_a_stalled_guardian_is_replaced_before_the_kernel_needs_it(runtime):
     """Guardian stopped: the kernel replaces it (a stall is a death); a kernel killed after that
     still takes its (unkept) session along."""
     kernel = Kernel()
+    first = None
     try:
         program = start_ticker(kernel, keep=False)
         first = guardian_of(kernel)
@@ -259,6 +261,7 @@ def test_a_stalled_guardian_is_replaced_before_the_kernel_needs_it(runtime):
     finally:
         kernel.manager.shutdown_kernel(now=True)
         kernel.client.stop_channels()
+        kill_processes([first] if first is not None else [])  # (a kernel that failed to replace it left it stopped)
 
 
 SHELLS = ["bash -i", "bash --norc -i", "bash --noprofile --norc", "zsh -i", "zsh -f", "sh -i"]

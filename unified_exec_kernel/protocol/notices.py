@@ -22,7 +22,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from ..core.completion.collect import compile_until
+from ..core.completion.collect import compile_until, shown_lines
 from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
 from . import messages
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 LINE_MAX_CHARS = 200
 """A matched line is cut to this: a notification is a line, not a page."""
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
 Listener = Callable[[dict], None]
 
@@ -98,7 +97,7 @@ def noticeboard(manager: UnifiedExecSessionManager) -> Noticeboard:
 def matched_line(until: str, output: str) -> str:
     """The first line of `output` that `until` matches (the one that ended the wait), as a person reads it."""
     pattern = compile_until(until)
-    lines = [_ESCAPES.sub("", line) for line in output.replace("\r\n", "\n").split("\n")]
+    lines = shown_lines(output)
     found = next((line for line in lines if pattern.search(line)), None)
     if found is None:  # matched across what the terminal drew (a redrawn line): say the pattern
         found = until

@@ -305,8 +305,14 @@ class _LineMatcher:
         shown = _UNSHOWN.sub("", text)
         if not self._pattern.search(shown.replace("\r", "\n")):
             return False
-        return any(self._pattern.search(line.rsplit("\r", 1)[-1]) for line in shown.split("\n"))
+        return any(self._pattern.search(line) for line in shown_lines(shown))
 
 
-# A terminal's control sequences (CSI, OSC, and two-character escapes): none of them is text on a line.
-_UNSHOWN = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+def shown_lines(text: str) -> list[str]:
+    """Terminal text as the lines a person reads: no control sequences, each line what follows its last `\\r`."""
+    return [line.rsplit("\r", 1)[-1] for line in _UNSHOWN.sub("", text.replace("\r\n", "\n")).split("\n")]
+
+
+# A terminal's control sequences (CSI, OSC, two-character escapes) and control characters but \t, \n
+# and \r: none of them is text on a line.
+_UNSHOWN = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -178,6 +178,7 @@ const notificationsPlugin: JupyterFrontEndPlugin<void> = {
     const { SessionNotifier, DEFAULT_SETTINGS } = await import('./notify');
     const notifier = new SessionNotifier(app, notebooks, () => openTabs);
     if (!settings) {
+      notifier.settings = { ...DEFAULT_SETTINGS };
       return;
     }
     try {
@@ -190,6 +191,7 @@ const notificationsPlugin: JupyterFrontEndPlugin<void> = {
       loaded.changed.connect(read);
     } catch (error) {
       console.warn(`uexec: notification settings could not be read (${error}); using the defaults`);
+      notifier.settings = { ...DEFAULT_SETTINGS };
     }
   }
 };

@@ -58,7 +58,15 @@ export class SessionNotifier {
     _notebooks?.forEach(follow);
   }
 
-  settings: NotifySettings = { ...DEFAULT_SETTINGS };
+  /** Off until the settings are read (index.ts): a page whose person turned them off opens no channel at all. */
+  get settings(): NotifySettings {
+    return this._settings;
+  }
+
+  set settings(value: NotifySettings) {
+    this._settings = value;
+    this._sync();
+  }
 
   /**
    * Whether someone can see session `sessionId` of `kernelId` in this page
@@ -133,13 +141,16 @@ export class SessionNotifier {
     this._channels.clear();
   }
 
-  /** One channel per running kernel; none for kernels gone. */
+  /** One channel per running kernel while notifications are on; none for kernels gone, none at all when off. */
   private _sync(): void {
     const running = new Map<string, Kernel.IModel>();
-    for (const model of this._app.serviceManager.kernels.running()) {
+    for (const model of this._settings.enabled ? this._app.serviceManager.kernels.running() : []) {
       running.set(model.id, model);
     }
     this._notebooks?.forEach(panel => {
+      if (!this._settings.enabled) {
+        return;
+      }
       const kernel = panel.sessionContext.session?.kernel;
       if (kernel && !kernel.isDisposed) {
         running.set(kernel.id, { id: kernel.id, name: kernel.name });
@@ -167,6 +178,7 @@ export class SessionNotifier {
   }
 
   private readonly _channels = new Map<string, EventChannel>();
+  private _settings: NotifySettings = { ...DEFAULT_SETTINGS, enabled: false };
 }
 
 /** A kernel's direct channel, listened to for `session_event` only; it attaches nothing. */

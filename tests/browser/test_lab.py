@@ -496,9 +496,12 @@ def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     wait_resize_sent(page, live_grid)
     assert ask_size(page, live, "live") == (live_grid["rows"], live_grid["cols"]), live_grid
 
-    # A second view of the same session, bigger: the PTY takes its size.
+    # A second view of the same session, bigger: used (clicked into), the PTY takes its size (the view used
+    # last gives it, as tmux's window-size latest: docs/magics.md).
     panel.locator('.uexec-session-row[data-session-id="0"] .uexec-open').click()
     tab = page.locator('#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="0"]')
+    tab.wait_for()
+    tab.click()
     tab_grid = wait_until(lambda: fitted_grid(tab, unlike=live_grid["cols"]), 10, "the tab to fit its terminal")
     wait_resize_sent(page, tab_grid)
     assert ask_size(page, tab, "tab") == (tab_grid["rows"], tab_grid["cols"]), tab_grid
@@ -506,7 +509,9 @@ def test_a_live_view_shown_again_gives_the_pty_its_size_back(lab, page):
     # Back in the notebook, the live view is what one looks at and types into.
     live_sizes_sent = resizes_sent(page, live_grid)
     page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="two_views.ipynb").click()
-    again = wait_until(lambda: live.is_visible() and fitted_grid(live), 10, "the live view to show again")
+    wait_until(lambda: live.is_visible(), 10, "the live view to show again")
+    live.click()
+    again = wait_until(lambda: fitted_grid(live), 10, "the live view to fit again")
     assert (again["rows"], again["cols"]) == (live_grid["rows"], live_grid["cols"])
     wait_resize_sent(page, again, more_than=live_sizes_sent)
     size = ask_size(page, live, "back")

@@ -446,7 +446,7 @@ NOT_BUILT_AT_BUILD = "the front end (live terminal view, Sessions panel) was NOT
 
 # Run by the Node-less environment's python with the clone's path: its own kernel, through the clone's harness.
 NODELESS_RUNNER = r'''
-import json, re, sys
+import json, pathlib, re, sys, tempfile
 sys.path.insert(0, sys.argv[1])
 from tests.kernel_harness import Kernel
 from unified_exec_kernel.live import frontend
@@ -461,9 +461,19 @@ try:
     report["hello"] = kernel.comm_messages(comm, lambda d: d.get("type") == "hello")[-1]
     kernel.comm_send(comm, {"type": "list", "request_id": "list"})
     report["list"] = kernel.comm_messages(comm, lambda d: d.get("request_id") == "list")[-1]
-    live = kernel.execute("%%uexec --live -t 3000\nbash --norc -c 'echo one; exec cat'\n")
+    # the program goes on only once the cell showed "one" while it ran: no race with the update timer
+    go = pathlib.Path(tempfile.mkdtemp()) / "go"
+    def shown(msg):
+        return msg["msg_type"] in ("display_data", "update_display_data") and msg["content"]["data"].get("text/plain", "")
+    def during(messages):
+        if any("one" in shown(m) and "[…running]" in shown(m) for m in messages):
+            go.touch()
+    live = kernel.execute(
+        f"%%uexec --live -t 30000 --until '^two$'\nbash --norc -c 'echo one; until [ -e {go} ]; do sleep 0.05; done; echo two; exec cat'\n",
+        during=during,
+    )
     report["live_reply"] = live.reply["status"]
-    report["live_bundles"] = [m["content"]["data"] for m in live.messages if m["msg_type"] == "display_data"]
+    report["live_bundles"] = [m["content"]["data"] for m in live.messages if m["msg_type"] in ("display_data", "update_display_data")]
     report["live_text"] = live.text
     kernel.run("%uexec_kill --all")
 finally:
@@ -528,7 +538,8 @@ def test_a_clone_installs_and_runs_without_node(sandbox):
     assert report["live_reply"] == "ok", report["live_text"]
     assert report["live_text"].startswith(f"[--live shows text here: {report['not_built']}]\n"), report["live_text"]
     assert not any("application/vnd.jupyter.widget-view+json" in bundle for bundle in report["live_bundles"]), report
-    # the first display comes while the command runs (its update timer is due before the 3 s wait ends)
+    # a display came while the command ran (else it never went on to "two")
+    assert re.search(r"^two\s*$", report["live_text"], re.M), report["live_text"]
     assert any("one" in b["text/plain"] and "[…running]" in b["text/plain"] for b in report["live_bundles"]), report
     assert re.search(r"^one\s*$", report["live_text"], re.M), report["live_text"]
     assert re.search(r"\[session \S+ running", report["live_text"]), report["live_text"]

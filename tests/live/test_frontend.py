@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -62,6 +63,21 @@ def test_without_the_built_module_live_cells_stream_text_and_widgets_show_a_snap
         lines = execution.text.splitlines()
         assert lines[0] == f"[--live shows text here: {frontend.NOT_BUILT}]", lines
         assert any(line.startswith("[session 0 running") for line in lines), lines
+        # ... shown as it arrives: this program goes on only once the cell showed its first line while it ran
+        go = nodeless_copy / "go"
+
+        def shown(msg) -> str:
+            return msg["content"]["data"].get("text/plain", "") if msg["msg_type"] in ("display_data", "update_display_data") else ""
+
+        def during(messages) -> None:
+            if any("one" in shown(m) and "[…running]" in shown(m) for m in messages):
+                go.touch()
+
+        followed = kernel.execute(
+            f"%%uexec --live -t 30000 --until '^two$'\nbash --norc -c 'echo one; until [ -e {go} ]; do sleep 0.05; done; echo two; exec cat'\n",
+            during=during,
+        )
+        assert re.search(r"^two\s*$", followed.text, re.M), followed.text
 
         # A widget displayed by hand: a text snapshot of the scrollback, saying why
         snapshot = kernel.execute("from unified_exec_kernel.live.widget import TerminalWidget\nTerminalWidget(0)")

@@ -70,7 +70,7 @@ async def run_in_cell(
     if request.live:
         # The view is shown before the wait: its id must come back first.
         with _one_line_errors():
-            opened = await bridge.run(open_turn, manager, turn)
+            opened = await bridge.run(open_turn, manager, turn, watch)  # the fallback's text view follows it too
             if live:
                 display(live_view(opened.session_id))
             else:

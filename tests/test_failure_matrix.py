@@ -311,6 +311,32 @@ def test_a_guardian_and_keeper_killed_together_leave_the_kernel_in_charge(runtim
         kernel.client.stop_channels()
 
 
+@pytest.mark.parametrize("first", ["kernel", "guardian"])
+def test_a_kernel_and_its_guardian_killed_at_once_leave_the_keeper_to_end_the_unkept_sessions(runtime, first):
+    """The pair whose death leaves neither process that knew the unkept sessions: the keeper, told the
+    guardian's news, ends them as the guardian would have (a program ignoring the hangup included);
+    the kept session goes on for the next kernel."""
+    kernel = Kernel()
+    try:
+        kept = start_ticker(kernel)
+        unkept = start_ticker(kernel, "loose", keep=False)
+        keeper, guardian = keeper_of(kept), guardian_of(kernel)
+        wait_for(lambda: unkept in held_by(keeper), what="the keeper holds the unkept program too")
+        for pid in (kernel.pid, guardian.pid) if first == "kernel" else (guardian.pid, kernel.pid):
+            os.kill(pid, signal.SIGKILL)
+        kernel.manager.provisioner.process.wait(timeout=DEADLINE_S)
+        assert gone([unkept]), "the unkept program outlived its kernel and guardian"
+        assert psutil.pid_exists(kept) and keeper.is_running()
+        kernel.manager.restart_kernel(now=True)
+        kernel.client.wait_for_ready(timeout=60)
+        listed = kernel.run("%uexec_sessions")
+        assert re.search(r"tick .*running", listed) and "loose" not in listed, listed
+        journal_grows(kernel)
+    finally:
+        kernel.manager.shutdown_kernel(now=False)
+    assert gone([kept]) and leftovers(runtime) == []
+
+
 def test_a_stalled_kernel_loses_nothing_of_a_kept_session(runtime):
     """The kernel stopped for a while (the keeper reads on into its ring), then resumed: the journal has every line."""
     kernel = Kernel()

@@ -146,7 +146,7 @@ class UnifiedExecSessionManager:
         if keeper is not None:
             keeper.on_exit(self._kept_exit)
             keeper.on_lost(self._keeper_lost)
-            keeper.guarded_by(self._guardian_pipe)
+            keeper.guarded_by(self._guardian_pipe, self._guardian_news)
 
     # -- start and write -------------------------------------------------------
 
@@ -546,11 +546,16 @@ class UnifiedExecSessionManager:
             self._guardian = Guardian(asyncio.get_running_loop(), journal_dir=journal_dir)
             if self.keeper is not None:
                 self._guardian.on_new_pipe(self.keeper.new_guardian)
+                self._guardian.on_news(self.keeper.news)
         return self._guardian
 
     def _guardian_pipe(self) -> int | None:
         """A copy of the guardian's pipe for the keeper, which tells the guardian of kept sessions itself."""
         return self._the_guardian().share() if self.guardian else None
+
+    def _guardian_news(self) -> bytes:
+        """All the guardian was told, for the keeper: it ends the unkept sessions if the kernel and guardian die at once."""
+        return self._the_guardian().news() if self.guardian else b""
 
     def _unguard(self, leader_pid: int) -> None:
         if self._guardian is not None:

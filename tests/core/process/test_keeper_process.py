@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import time
 
 import pytest
@@ -116,3 +117,69 @@ async def test_a_dead_keeper_s_sessions_are_read_by_the_kernel_and_typed_into(pl
         assert "is no longer kept: its keeper died" in result.output
     finally:
         await kernel.close_all()
+
+
+def _held_by(pid: int) -> list[int]:
+    """The processes a keeper holds pidfds on."""
+    held = []
+    for name in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{name}") as info:
+                held += [int(line.split()[1]) for line in info if line.startswith("Pid:")]
+        except OSError:
+            continue
+    return held
+
+
+def _ask(kernel: socket.socket, message: dict, until: str) -> dict:
+    kernel.send(json.dumps(message).encode())
+    return _read_until(kernel, until)
+
+
+def _read_until(kernel: socket.socket, until: str) -> dict:
+    """The keeper's messages (closing any fds sent along) up to the one named `until`."""
+    kernel.settimeout(30)
+    while True:
+        data, fds, _flags, _address = socket.recv_fds(kernel, 1 << 20, 8)
+        for fd in fds:
+            os.close(fd)
+        answer = json.loads(data)
+        if answer.get("op") == until:
+            return answer
+
+
+@pytest.mark.parametrize("first", ["kernel", "guardian"])
+async def test_the_keeper_ends_the_unkept_sessions_once_the_kernel_and_its_guardian_are_both_gone(place, first):
+    """The keeper stands in for the guardian: told its news, it ends those sessions (a program that ignores
+    the hangup and SIGTERM) only once the kernel's connection and the guardian's pipe have both ended."""
+    first_kernel = place.kernel()
+    await first_kernel.start(["sleep", "60"], keep=True, timeout_ms=0)
+    await let_go(first_kernel)
+    (keeper,) = keepers(place)
+    # This test plays the kernel: its child leads a session, and a pipe's read end is its guardian.
+    program = subprocess.Popen(["bash", "-c", "trap '' HUP TERM; while :; do sleep 0.05; done"], start_new_session=True)
+    guardian, to_guardian = os.pipe()
+    kernel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        kernel.connect(place.socket)
+        socket.send_fds(kernel, [json.dumps({"op": "hello", "token": TOKEN, "pid": os.getpid()}).encode()], [to_guardian])
+        os.close(to_guardian)
+        _read_until(kernel, "ready")
+        kernel.send(json.dumps({"op": "news", "lines": f"+{program.pid}\n"}).encode())
+        await async_wait_until(lambda: program.pid in _held_by(keeper.pid))
+        if first == "guardian":
+            os.close(guardian)
+            for _ in range(2):  # two turns of its loop after the pipe's end: the kernel lives, so the guardian's job waits
+                _ask(kernel, {"op": "ping"}, "pong")
+            assert program.poll() is None, "ended while its kernel lived"
+            kernel.close()
+        else:
+            kernel.close()
+            assert os.read(guardian, 1 << 16).startswith(b"P%d\n" % keeper.pid)  # it told the guardian of itself
+            os.close(guardian)
+        assert program.wait(timeout=30) == -9  # hung up on, then killed, as the guardian ends a session
+    finally:
+        kernel.close()
+        if program.poll() is None:
+            program.kill()
+            program.wait()

@@ -50,6 +50,10 @@ What it relies on, and why:
   guardian's copy goes to it through `on_new_pipe`) and tells the guardian
   of kept sessions itself, so the pipe's EOF means the kernel and the
   keeper are both gone (guardian_process.py).
+- Dying with the kernel. A kernel and its guardian killed at one instant
+  leave no process that knows the unkept sessions, unless a keeper runs:
+  it is given the same news (`on_news`, the whole list first: `news`) and
+  acts as the guardian would once both are gone (keeper_process.py).
 """
 
 from __future__ import annotations
@@ -104,6 +108,7 @@ class Guardian:
         self._given_up = False
         self._shared = False  # a keeper holds a copy of the pipe: keep a guardian even with nothing watched
         self._on_new_pipe = None
+        self._on_news = None
         self._stall_check: asyncio.TimerHandle | None = None
 
     def share(self) -> int | None:
@@ -116,8 +121,15 @@ class Guardian:
     def remove_with_kernel(self, journal_dir: str) -> None:
         """Another journal directory this kernel owns now (a dead keeper's): removed as its own is."""
         self._journal_dirs.append(journal_dir)
-        if self._pipe is not None:
-            self._send(_journal_line(journal_dir))
+        self._tell(_journal_line(journal_dir))
+
+    def news(self) -> bytes:
+        """The whole list as the lines a new guardian is told."""
+        return b"".join(map(_journal_line, self._journal_dirs)) + b"".join(b"+%d\n" % leader for leader in sorted(self._watched))
+
+    def on_news(self, callback) -> None:
+        """`callback(lines)` gets each line of news as the guardian is told it (the keeper's copy)."""
+        self._on_news = callback
 
     def on_new_pipe(self, callback) -> None:
         """`callback(fd)` gets a copy of each replacement guardian's pipe (to hand the keeper; it closes it)."""
@@ -137,16 +149,14 @@ class Guardian:
         self._watched.add(leader_pid)
         if self._pipe is None:
             self._start_soon()  # it learns the whole list as it starts
-        else:
-            self._send(b"+%d\n" % leader_pid)
+        self._tell(b"+%d\n" % leader_pid)
 
     def forget(self, leader_pid: int) -> None:
         """The session is closed: its id may be reused and must leave the list."""
         if leader_pid not in self._watched:
             return
         self._watched.discard(leader_pid)
-        if self._pipe is not None:
-            self._send(b"-%d\n" % leader_pid)
+        self._tell(b"-%d\n" % leader_pid)
 
     async def close(self, timeout: float = 5.0) -> None:
         """Close the pipe and wait (bounded) for the guardian to exit, so it is reaped."""
@@ -208,8 +218,7 @@ class Guardian:
         self._started = self._loop.time()
         self._exited = self._loop.create_future()
         self._watch_exit()
-        self._pending = bytearray(b"".join(b"+%d\n" % leader for leader in sorted(self._watched)))
-        self._pending[:0] = b"".join(map(_journal_line, self._journal_dirs))
+        self._pending = bytearray(self.news())
         self._flush()
         self._stall_check = self._loop.call_later(STALL_CHECK_S, self._check_stopped)
         if announce and self._shared and self._on_new_pipe is not None and self._pipe is not None:
@@ -233,6 +242,13 @@ class Guardian:
         self._loop.add_reader(self._exit_fd, self._on_exit)
 
     # -- writing ---------------------------------------------------------------
+
+    def _tell(self, line: bytes) -> None:
+        """News for the guardian (a starting one learns the whole list instead) and the keeper."""
+        if self._pipe is not None:
+            self._send(line)
+        if self._on_news is not None:
+            self._on_news(line)
 
     def _send(self, line: bytes) -> None:
         self._pending += line

@@ -123,6 +123,8 @@ class Keeper:
         self._on_exit: Callable[[int, int | None], None] | None = None
         self._on_lost: Callable[[str], None] | None = None
         self._guardian_pipe: Callable[[], int | None] = lambda: None
+        self._guardian_news: Callable[[], bytes] = lambda: b""
+        self._news = bytearray()  # the guardian's news the keeper has not been sent yet
         self._ping: asyncio.TimerHandle | None = None
         self._welcomed = False  # this connection was served (a take-back or a start went through)
         self._pong_due: float | None = None
@@ -143,9 +145,17 @@ class Keeper:
         """Told (why, one line) when the keeper went away or stalled while we were connected: nothing is kept any more."""
         self._on_lost = callback
 
-    def guarded_by(self, pipe: Callable[[], int | None]) -> None:
-        """`pipe()`: a copy of this kernel's guardian's pipe (ours to close after sending), or None."""
+    def guarded_by(self, pipe: Callable[[], int | None], news: Callable[[], bytes] = lambda: b"") -> None:
+        """`pipe()`: a copy of this kernel's guardian's pipe (ours to close after sending), or None;
+        `news()`: all that guardian was told (`+PID`, `J…` lines), sent to each keeper that serves us."""
         self._guardian_pipe = pipe
+        self._guardian_news = news
+
+    def news(self, lines: bytes) -> None:
+        """More of the guardian's news: the keeper ends those sessions if this kernel and its guardian die at once."""
+        if self._welcomed:
+            self._news += lines
+            self._send_news()
 
     def new_guardian(self, pipe: int) -> None:
         """This kernel's guardian was replaced: the keeper tells the new one (takes `pipe`)."""
@@ -182,8 +192,7 @@ class Keeper:
             await self._hello()
             self.journal_dir = (await self._answer(("welcome", None), welcome)).get("journal_dir")
             await self._answer(("ready", None), ready)
-            self._welcomed = True
-            self._beat()
+            self._served()
             return self._handed_back
         except KeeperTimeout:
             if self._end_stalled():
@@ -247,8 +256,23 @@ class Keeper:
                 self._end_stalled()
             self.close()
             raise
+        self._served()
+
+    def _served(self) -> None:
+        """The keeper serves us now: it learns all our guardian knows, and is asked whether it answers."""
         self._welcomed = True
+        self._news = bytearray(self._guardian_news())
+        self._send_news()
         self._beat()
+
+    def _send_news(self) -> None:
+        if not self._news or self._sock is None:
+            return
+        try:
+            self._sock.send(json.dumps({"op": "news", "lines": self._news.decode("ascii")}).encode(), socket.MSG_DONTWAIT)
+        except OSError:
+            return  # full: sent with the next beat (one that stays full is a stalled keeper, and is ended)
+        self._news.clear()
 
     async def _hello(self) -> None:
         """The first message on a connection: the token, and a copy of our guardian's pipe."""
@@ -367,6 +391,7 @@ class Keeper:
             self._ping.cancel()
             self._ping = None
         self._pong_due = None
+        self._news.clear()
         if self._keeper_fd is not None:
             os.close(self._keeper_fd)
             self._keeper_fd = self._keeper_pid = None
@@ -393,6 +418,7 @@ class Keeper:
             self._end_stalled()
             self._lost(f"stopped answering for {TIMEOUT_S:g} s and was ended")
             return
+        self._send_news()
         if self._pong_due is None:
             self._pong_due = now + TIMEOUT_S
             self._post({"op": "ping"})

@@ -37,11 +37,22 @@ stalled and takes its sessions over (keeper.py). What it holds is listed in
 a file beside its socket (`MANIFEST_SUFFIX`), so a next kernel that had to
 end a stalled keeper can say which sessions went with it.
 
+It also stands in for the connected kernel's guardian. A kernel and its
+guardian killed at one instant (a killed container's two processes, an OOM
+kill of both) would leave the unkept sessions' programs that ignore the
+hangup with no process that knows them. So the kernel sends the keeper the
+guardian's news too (`news`: the same `+PID`, `-PID` and `J` lines, the
+whole list first), held in a `guardian_process.Ledger` of its own (pidfds:
+no recycled pid is signalled); once the kernel's connection and the
+guardian's pipe (POLLERR on our copy: its reader is gone) have both ended,
+the keeper ends those sessions and removes those journals as the guardian
+would have. Kept sessions go on as always.
+
 The control channel is a SOCK_SEQPACKET Unix socket: one JSON object per
 message, file descriptors attached to the message they belong to. Kernel
 to keeper: `hello` (first, with the token the first kernel set, and its
 guardian's pipe if it has one), `guardian` (a new guardian's pipe), `spawn`,
-`ack`, `forget`, `ping`, `end`. Keeper to kernel: `welcome` (with its pid;
+`ack`, `forget`, `ping`, `news`, `end`. Keeper to kernel: `welcome` (with its pid;
 then one `session` per kept session, with its fds, then `ready`), `spawned` /
 `failed`, `exit`, `pong`, `refused`.
 """
@@ -74,7 +85,7 @@ MAX_MESSAGE_BYTES = 1 << 20
 BOOTSTRAP = """\
 # uexec keeper: holds a kernel's kept sessions across restarts (unified_exec_kernel/core/process/keeper_process.py)
 import sys, types
-for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process"):
+for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process", "unified_exec_kernel.core.journal"):
     package = sys.modules[name] = types.ModuleType(name)
     package.__path__ = [sys.argv[1] + "/" + name.replace(".", "/")]
 from unified_exec_kernel.core.process.keeper_process import serve
@@ -125,6 +136,10 @@ class Keeper:
         self.lost_at: float | None = time.monotonic()  # no kernel yet: the first one connects at once
         self.sessions: dict[int, Kept] = {}
         self.guardian: int | None = None  # the write end of the connected kernel's guardian's pipe
+        # The connected (or last) kernel's unkept sessions, as its guardian knows them: ours to end if both die.
+        self.pidfds = _Registered()
+        self.unkept = guardian_process.Ledger(0, self.pidfds)
+        self.unkept_rest = b""  # a news line not complete yet
         self.ending = False
         self.greeting: dict[int, tuple[socket.socket, float]] = {}  # connections whose hello has not come yet, and until when it may
         # Messages for the kernel not sent yet (its socket was full), with the fds they carry and
@@ -145,6 +160,12 @@ class Keeper:
             if self.kernel is not None:
                 fds[self.kernel.fileno()] = ("kernel", None)
                 poller.register(self.kernel, select.POLLIN | (select.POLLOUT if self.outbox else 0))
+            if self.guardian is not None:
+                fds[self.guardian] = ("guardian", None)
+                poller.register(self.guardian, 0)  # POLLERR once its reader (the guardian) is gone
+            for pidfd in self.pidfds:
+                fds[pidfd] = ("unkept", None)
+                poller.register(pidfd, select.POLLIN)
             for kept in self.sessions.values():
                 if kept.pidfd is not None and not kept.reaped:
                     fds[kept.pidfd] = ("exit", kept)
@@ -156,6 +177,9 @@ class Keeper:
                     fds[kept.out.fileno()] = ("out", kept)
                     poller.register(kept.out, select.POLLOUT)
             deadlines = [deadline for _connection, deadline in self.greeting.values()]
+            look = self.unkept.next_look_ms()
+            if look is not None:
+                deadlines.append(time.monotonic() + look / 1000)
             if self.kernel is None and self.lost_at is not None:
                 deadlines.append(self.lost_at + self.grace)
             timeout = max(0, int((min(deadlines) - time.monotonic()) * 1000) + 1) if deadlines else None
@@ -176,8 +200,15 @@ class Keeper:
                     self._read_master(owner)
                 elif kind == "out":
                     self._send_output(owner)
+                elif kind == "guardian" and self.guardian is not None and _reader_gone(self.guardian):
+                    os.close(self.guardian)  # its kernel sends the next one's pipe, if it lives
+                    self.guardian = None
+                elif kind == "unkept":
+                    self.unkept.exited(fd)
                 if self.ending:
                     break
+            self.unkept.look()
+            self._stand_in_for_the_guardian()
             self._give_up_on_silent()
             if self.kernel is None and self.lost_at is not None and time.monotonic() >= self.lost_at + self.grace:
                 self.end(f"no kernel took its sessions back within {self.grace:g} s")
@@ -232,6 +263,7 @@ class Keeper:
 
     def _connected(self, connection: socket.socket, *, first_kernel: bool = False, hello: dict | None = None,
                    fds: list[int] = ()) -> None:
+        self._stand_in_for_the_guardian()  # the last kernel's, before its news makes way for this one's
         connection.settimeout(2.0)
         if first_kernel:
             try:
@@ -250,6 +282,8 @@ class Keeper:
         # event of a kernel that went may name this one's descriptor).
         connection.setblocking(False)
         self.kernel, self.kernel_pid, self.lost_at = connection, int(hello.get("pid") or 0), None
+        self._forget_unkept()
+        self.unkept = guardian_process.Ledger(self.kernel_pid, self.pidfds)
         sessions = list(self.sessions.values())
         self._tell({"op": "welcome", "journal_dir": self.journal_dir, "sessions": len(sessions), "pid": os.getpid()})
         for kept in sessions:
@@ -347,8 +381,30 @@ class Keeper:
             if kept is not None:
                 self._forget(kept)
                 self._write_manifest()
+        elif op == "news" and isinstance(message.get("lines"), str):
+            self.unkept_rest = self.unkept.apply(self.unkept_rest + message["lines"].encode("ascii", "replace"))
         elif op == "end":
             self.end("the kernel shut down")
+
+    # -- the guardian's stand-in -------------------------------------------------------
+
+    def _stand_in_for_the_guardian(self) -> None:
+        """The kernel and its guardian are both gone: end the unkept sessions as that guardian would have."""
+        if self.kernel is not None or self.guardian is not None or not (self.unkept.session_ids or self.unkept.journal_dirs):
+            return
+        ended = guardian_process.end_sessions(self.unkept.unkept_ids)
+        for directory in self.unkept.journal_dirs:
+            guardian_process.lifetime.remove_kernel_journals(directory)
+        if ended:
+            print(f"uexec keeper: kernel {self.kernel_pid} and its guardian died together; "
+                  f"ended {ended} process(es) of its sessions", file=sys.stderr)
+        self._forget_unkept()
+
+    def _forget_unkept(self) -> None:
+        for leader in self.unkept.session_ids:
+            self.unkept.forget(leader)
+        self.unkept.journal_dirs.clear()
+        self.unkept_rest = b""
 
     # -- sessions ----------------------------------------------------------------
 
@@ -510,6 +566,16 @@ class Keeper:
         shutil.rmtree(self.journal_dir, ignore_errors=True)
 
 
+class _Registered(set):
+    """The pidfds a `guardian_process.Ledger` holds, as its poller would be told: the loop polls them each turn."""
+
+    def register(self, fd: int, _events: int) -> None:
+        self.add(fd)
+
+    def unregister(self, fd: int) -> None:
+        self.discard(fd)
+
+
 def _same_user(connection: socket.socket) -> bool:
     try:
         credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
@@ -550,6 +616,13 @@ def _write_line(pipe: int, data: bytes) -> bool:
         return os.write(pipe, data) == len(data)
     except OSError:
         return False
+
+
+def _reader_gone(pipe: int) -> bool:
+    """Whether nobody reads this pipe any more (asked now: an event of the loop may name a closed fd's number)."""
+    poller = select.poll()
+    poller.register(pipe, 0)
+    return any(flags & select.POLLERR for _fd, flags in poller.poll(0))
 
 
 def _close_all(fds) -> None:

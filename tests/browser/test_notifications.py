@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+import psutil
 import pytest
 
 from .conftest import ARTIFACTS, EXTENSION_NAME, extension_errors, fresh_page, isolated_env, jupyter_server
@@ -120,3 +121,30 @@ def test_an_end_out_of_sight_is_told_and_its_action_opens_the_session(notifying_
         # JupyterLab times every plugin's start; on a loaded machine ours take seconds too: no error of ours.
         errors = [error for error in errors if not re.search(r"took [\d.]+ms to activate|is taking too long to activate", error)]
         assert not errors, "JS errors from the extension:\n" + "\n".join(errors)
+
+
+def test_with_notifications_off_the_page_opens_no_channel_and_tells_nothing(notifying_lab, browser):
+    """The setting turns them off: no socket for them at all (the page would open one per kernel), and a
+    session that ends with its notebook closed says nothing."""
+    server = notifying_lab
+    setting = "/lab/api/settings/unified-exec-kernel:notifications"
+    server.api("PUT", setting, {"raw": json.dumps({**SETTINGS, "enabled": False})})
+    try:
+        with fresh_page(browser, server) as page:
+            errors = extension_errors(page)
+            sockets: list[str] = []
+            page.on("websocket", lambda ws: sockets.append(ws.url))
+            cells = open_notebook(server, page, "unnotified", [f"%%uexec --name quiet -t 300\n{WAITING.format(name='quiet', code=1)}"])
+            run_cell(page, cells, 1)
+            wait_output(cells.nth(1), r"\[session \d+ running ·", LOAD_S)
+            close_notebook(page, "unnotified")
+            program = [p for p in psutil.process_iter(["cmdline"]) if "stop-quiet" in " ".join(p.info["cmdline"] or [])]
+            assert len(program) == 1, program
+            (server.root / "stop-quiet").touch()
+            psutil.wait_procs(program, timeout=30)
+            # No channel, so no news can come (with them on, the kernel's socket is open before the cell ran).
+            assert not [url for url in sockets if "/uexec/kernels/" in url], sockets
+            assert toast(page, "session 'quiet'").count() == 0
+            assert not errors, "JS errors from the extension:\n" + "\n".join(errors)
+    finally:
+        server.api("PUT", setting, {"raw": json.dumps(SETTINGS)})

@@ -122,6 +122,15 @@ def test_two_users_type_save_and_see_the_size_rule_in_a_collaborative_lab(rtc_la
             view_a.wait_for(timeout=LOAD_S * 1000)
             wait_output(cells_a.nth(1), r"\[session 0 was running ·", LOAD_S)
             view_b = cells_b.nth(1).locator(".uexec-terminal")
+            fallback_b = cells_b.nth(1).locator(".jp-OutputArea-output", has_text="[live terminal: session 0")
+            wait_until(lambda: view_b.count() or fallback_b.count(), LOAD_S, "B's page to draw the live cell's output")
+            if not view_b.count():
+                # B's widget manager missed the widget's birth (ipywidgets then draws its text: JupyterLab's own
+                # race between a collaborator's page connecting and another's run). A reload restores it from the
+                # kernel, as it does for any collaborator who opens the notebook later.
+                print("B's page drew the widget's text; reloaded")
+                cells_b = open_shared(rtc_lab, page_b, write=False)
+                view_b = cells_b.nth(1).locator(".uexec-terminal")
             view_b.wait_for(timeout=LOAD_S * 1000)
             wait_output(cells_b.nth(1), r"\[session 0 was running ·", LOAD_S)
             # The case the saved screens got wrong: B's page draws the view at another place in the cell.

@@ -86,3 +86,22 @@ def uexec_kernel():
     kernel = Kernel("uexec")
     yield kernel
     kernel.shutdown()
+
+
+# -- the order, for parallel runs --------------------------------------------------
+
+# README's test command runs the files on two workers (pytest-xdist, `--dist loadfile`: a file's
+# tests and its server stay on one worker). Files are handed out in collection order, so the
+# longest ones go first: started last, they would leave one worker alone at the end.
+LONGEST_FIRST = (
+    "tests/test_packaging.py",  # fresh environments and pip installs
+    "tests/browser/test_lab.py",
+    "tests/browser/test_collaboration.py",
+    "tests/test_failure_matrix.py",
+    "tests/test_kept_sessions.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order

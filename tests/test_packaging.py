@@ -464,7 +464,7 @@ try:
     # the program goes on only once the cell showed "one" while it ran: no race with the update timer
     go = pathlib.Path(tempfile.mkdtemp()) / "go"
     def shown(msg):
-        return msg["msg_type"] in ("display_data", "update_display_data") and msg["content"]["data"].get("text/plain", "")
+        return msg["content"]["data"].get("text/plain", "") if msg["msg_type"] in ("display_data", "update_display_data") else ""
     def during(messages):
         if any("one" in shown(m) and "[…running]" in shown(m) for m in messages):
             go.touch()

@@ -18,8 +18,13 @@ import {
   type KernelMessage
 } from './protocol';
 
-/** An open attempt that has not heard `hello` by then uses the fallback. */
-export const HELLO_TIMEOUT_MS = 2000;
+/**
+ * An open attempt that has not heard `hello` by then uses the fallback. Only
+ * a socket that opens and then says nothing waits this long (a server
+ * without our extension refuses the upgrade at once); a loaded machine's
+ * kernel took over 2 s to say it, and its views fell back for good.
+ */
+export const HELLO_TIMEOUT_MS = 10_000;
 
 /** Waits before each reconnect after a drop; then the view falls back. */
 export const RECONNECT_DELAYS_MS: readonly number[] = [250, 500, 1000];

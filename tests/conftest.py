@@ -52,6 +52,18 @@ def processes_marked(variable: str, value: str) -> list[psutil.Process]:
     return found
 
 
+
+def pidfds_held_by(pid: int) -> list[int]:
+    """The processes that process `pid` holds pidfds on (what a guardian or keeper would end)."""
+    held = []
+    for name in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{name}") as info:
+                held += [int(line.split()[1]) for line in info if line.startswith("Pid:")]
+        except OSError:
+            continue
+    return held
+
 def free_port() -> int:
     """A loopback port nobody listens on now."""
     with socket.socket() as sock:

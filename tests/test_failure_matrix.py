@@ -17,7 +17,7 @@ import time
 import psutil
 import pytest
 
-from .conftest import kill_processes
+from .conftest import kill_processes, pidfds_held_by
 from .kernel_harness import Kernel
 from .test_kept_sessions import DEADLINE_S, configure, gone, keepers, leftovers, restart, runtime, session_pids  # noqa: F401 (a fixture)
 
@@ -225,16 +225,8 @@ def test_a_replaced_guardian_learns_the_kept_sessions(runtime):
         kernel.client.stop_channels()
 
 
-def held_by(guardian: psutil.Process) -> list[int]:
-    """The processes a guardian holds pidfds on (what it would end)."""
-    held = []
-    for name in os.listdir(f"/proc/{guardian.pid}/fdinfo"):
-        try:
-            with open(f"/proc/{guardian.pid}/fdinfo/{name}") as info:
-                held += [int(line.split()[1]) for line in info if line.startswith("Pid:")]
-        except OSError:
-            continue
-    return held
+def held_by(process: psutil.Process) -> list[int]:
+    return pidfds_held_by(process.pid)
 
 
 def guardian_of_or_none(kernel: Kernel):

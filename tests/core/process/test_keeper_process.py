@@ -12,6 +12,7 @@ import pytest
 
 from unified_exec_kernel.core.process.keeper import KeeperError
 
+from ...conftest import pidfds_held_by
 from ..stubborn import async_wait_until
 from .test_keeper import TOKEN, Place, keepers, let_go, place  # noqa: F401 - the fixture
 
@@ -119,18 +120,6 @@ async def test_a_dead_keeper_s_sessions_are_read_by_the_kernel_and_typed_into(pl
         await kernel.close_all()
 
 
-def _held_by(pid: int) -> list[int]:
-    """The processes a keeper holds pidfds on."""
-    held = []
-    for name in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{name}") as info:
-                held += [int(line.split()[1]) for line in info if line.startswith("Pid:")]
-        except OSError:
-            continue
-    return held
-
-
 def _ask(kernel: socket.socket, message: dict, until: str) -> dict:
     kernel.send(json.dumps(message).encode())
     return _read_until(kernel, until)
@@ -166,7 +155,7 @@ async def test_the_keeper_ends_the_unkept_sessions_once_the_kernel_and_its_guard
         os.close(to_guardian)
         _read_until(kernel, "ready")
         kernel.send(json.dumps({"op": "news", "lines": f"+{program.pid}\n"}).encode())
-        await async_wait_until(lambda: program.pid in _held_by(keeper.pid))
+        await async_wait_until(lambda: program.pid in pidfds_held_by(keeper.pid))
         if first == "guardian":
             os.close(guardian)
             for _ in range(2):  # two turns of its loop after the pipe's end: the kernel lives, so the guardian's job waits

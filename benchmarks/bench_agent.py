@@ -290,6 +290,9 @@ CASES = {"standalone": standalone, "attached": attached, "restart": restart, "st
 
 
 def main(names: list[str]) -> None:
+    unknown = [name for name in names if name not in CASES]
+    if unknown:
+        sys.exit(f"unknown case {', '.join(unknown)}; choose from {', '.join(CASES)}")
     one, five, fifteen = os.getloadavg()
     print(f"# bench_agent on {os.cpu_count()} cores, load average {one:.2f} {five:.2f} {fifteen:.2f}; medians", flush=True)
     for name in names or list(CASES):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from IPython.core.interactiveshell import InteractiveShell
 
 from unified_exec_kernel.jupyter.patches import reset_last_traceback
@@ -61,6 +63,7 @@ def test_message_ids_stay_unique_when_threads_publish_at_once():
     assert min(int(msg_id.rsplit("_", 1)[1]) for msg_id in every) == 5  # the count goes on where it was
 
 
+@pytest.mark.filterwarnings("ignore:The `ipykernel.comm.Comm` class has been deprecated:DeprecationWarning")  # what create_comm makes in a kernel
 def test_our_comms_take_front_end_messages_on_the_subshell_they_came_by():
     from ipykernel.comm import Comm
 

@@ -11,21 +11,24 @@ How a link learns that its kernel went away:
 - the direct socket: the kernel's end closes with its process (EOF), at once;
 - the comm: ZMQ reconnects by itself to whatever binds the ports next, and a
   new kernel drops messages for a comm it never opened, so a request would
-  wait for ever. Every message a kernel publishes carries its own session
-  (ipykernel greets each new subscriber too, `iopub_welcome`, so a
-  subscription that ZMQ carried over to a new kernel hears from it at once):
-  one in another session than the kernel_info reply's is a new kernel's. A
-  kernel that dies and is not replaced stops echoing its heartbeat (a zmq
-  device in a thread of its own, which a
-  busy kernel still answers), or its connection file goes.
+  wait for ever. So the link ends at the first of: the kernel's TCP
+  connection on the shell channel closing (ZMQ's socket monitor: the kernel's
+  process ended, before any next kernel can start, so no request goes to a
+  kernel that would drop it); its `shutdown_reply`, which ipykernel also
+  publishes; a message in another session than the kernel_info reply's (every
+  message a kernel publishes carries its session, and ipykernel greets each
+  new subscriber, `iopub_welcome`); its heartbeat unanswered (a zmq device in
+  a thread of its own, which a busy kernel still answers); its connection
+  file gone.
 
 Between links a task looks for the next one, as jupyter_client's restarter
 and Codex's exec-server do (poll the address, resume by session): the
 connection file, then the direct socket, else the heartbeat and the comm.
-Until the first link, a call waits for it while the kernel answers its
-heartbeat (a kernel slow to answer on a loaded machine is no dead one);
-after a link is lost, a call waits at most LINK_WAIT_S for the next and
-fails with GONE; a call waiting on a link that is lost fails with GONE too
+A call with no link waits LINK_WAIT_S for one, and longer (up to
+START_WAIT_S) while a kernel answers the heartbeat: one starting slowly on a
+loaded machine, or one being linked, is no dead one (the link's own
+heartbeat ends the wait if it dies meanwhile). When no kernel answers, it
+fails with GONE. A call waiting on a link that is lost fails with GONE too
 (what it asked may or may not have run: nothing is sent twice).
 """
 
@@ -47,9 +50,9 @@ log = logging.getLogger(__name__)
 GONE = "the kernel went away; it will be used again when it restarts"
 TARGET = "unified_exec"
 LINK_WAIT_S = 3.0
-"""A call waits this long for a link, once one was lost (the issue's bound is 5 s)."""
+"""A call waits this long for a link, then one heartbeat (PING_S), when no kernel answers (the issue's bound is 5 s)."""
 START_WAIT_S = 60.0
-"""The first call waits at most this long for the first link, while the kernel answers its heartbeat."""
+"""A call waits at most this long for a link while a kernel answers its heartbeat (one starting under load)."""
 BEAT_S = 1.0
 """Between two heartbeats of a comm's kernel; one unanswered for BEAT_S ends the wait for it."""
 BEAT_MISSES = 2
@@ -60,6 +63,8 @@ HANDSHAKE_S = 5.0
 """A direct socket's engine answers `agent` at once; one that does not is a kernel on its way out."""
 SEEK_S = 0.1
 """Between two looks for the next kernel."""
+PING_S = 0.5
+"""A heartbeat asked while no link is up: a kernel that does not echo within it is not there (yet)."""
 
 
 class KernelGone(ConnectionError):
@@ -199,6 +204,7 @@ class CommLink(_Link):
         self._kernel_session: str | None = None
         self._opened: asyncio.Future = asyncio.get_running_loop().create_future()
         self._tasks: list[asyncio.Task] = []
+        self._monitor = None  # the shell socket's monitor, once the comm answered
 
     async def connect(self, timeout: float) -> None:
         """Open the comm, once the kernel answers a kernel_info (on control: a running cell does not hold it)."""
@@ -209,6 +215,7 @@ class CommLink(_Link):
         client.start_channels(hb=False)  # our own heartbeat runs on this loop, no thread
         self._client = client
         self._tasks.append(asyncio.ensure_future(self._read()))
+        self._tasks.append(asyncio.ensure_future(self._watch()))  # a kernel that dies while we link ends the link at once
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
@@ -217,6 +224,8 @@ class CommLink(_Link):
             asked: set[str] = set()
             reply = None
             while reply is None:
+                if self.lost.done():
+                    raise ConnectionError("the kernel went away before it answered")
                 if loop.time() >= deadline:
                     raise TimeoutError(f"no kernel_info reply from the kernel of {self.connection_file}")
                 request = client.session.msg("kernel_info_request", {})
@@ -243,7 +252,7 @@ class CommLink(_Link):
         except BaseException:
             self.close()
             raise
-        self._tasks.append(asyncio.ensure_future(self._watch()))
+        self._tasks.append(asyncio.ensure_future(self._watch_connection()))
 
     def send(self, message: dict) -> None:
         self._send("comm_msg", {"comm_id": self._comm_id, "data": message})
@@ -262,6 +271,9 @@ class CommLink(_Link):
                 log.info("uexec mcp: a new kernel publishes on %s", self.connection_file)
                 self._gone()
                 return
+            if msg.get("msg_type") == "shutdown_reply":
+                self._gone()  # a polite shutdown or restart: what we send next would reach the next kernel
+                return
             content = msg.get("content", {})
             if msg.get("msg_type") == "comm_msg" and content.get("comm_id") == self._comm_id:
                 if not self._opened.done():
@@ -269,7 +281,7 @@ class CommLink(_Link):
                 self._deliver(content.get("data") or {})
 
     async def _watch(self) -> None:
-        """The heartbeat and the connection file, while the link lives."""
+        """The heartbeat and the connection file, from the link's first question on (a kernel may die while it is linked)."""
         heartbeat = Heartbeat(channel_address(self._info, "hb_port"))
         misses = 0
         try:
@@ -287,10 +299,35 @@ class CommLink(_Link):
             heartbeat.close()
             self._gone()
 
+    async def _watch_connection(self) -> None:
+        """The shell channel's TCP connection to this kernel: it closes when the kernel's process ends.
+
+        Started once the comm answered: the shell socket is then connected to
+        the kernel that answered (its reply was in the kernel_info's session).
+        """
+        import zmq
+        from zmq.utils.monitor import parse_monitor_message
+
+        self._monitor = self._client.shell_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        try:
+            while parse_monitor_message(await self._monitor.recv_multipart())["event"] != zmq.EVENT_DISCONNECTED:
+                pass
+            log.info("uexec mcp: the kernel of %s closed its connection", self.connection_file)
+        finally:
+            self._gone()
+
+    def _stop_monitor(self) -> None:
+        if self._monitor is not None:
+            with contextlib.suppress(Exception):
+                self._client.shell_channel.socket.disable_monitor()
+            self._monitor.close(linger=0)
+            self._monitor = None
+
     def close(self) -> None:
         for task in self._tasks:
             task.cancel()
         if self._client is not None:
+            self._stop_monitor()
             with contextlib.suppress(Exception):
                 self._send("comm_close", {"comm_id": self._comm_id, "data": {}})
             self._client.stop_channels()
@@ -313,9 +350,7 @@ class KernelLinks:
         self._link: DirectLink | CommLink | None = None
         self._linked: asyncio.Event | None = None
         self._seeker: asyncio.Task | None = None
-        self._heard = float("-inf")  # the loop's time a kernel last answered the heartbeat
         self._connecting = False  # a kernel answered the heartbeat: a link to it is being made
-        self._ever_linked = False
         self._why: str | None = None  # why the last look found no link, for the first call's line
 
     @property
@@ -323,7 +358,7 @@ class KernelLinks:
         return self._link if self._link is not None and not self._link.lost.done() else None
 
     async def current(self) -> DirectLink | CommLink:
-        """The link to the kernel now; waits for one while a kernel is starting, else raises KernelGone within LINK_WAIT_S."""
+        """The link to the kernel now; waits for one while a kernel answers, else raises KernelGone after LINK_WAIT_S."""
         link = self.link
         if link is not None:
             return link
@@ -339,12 +374,26 @@ class KernelLinks:
             link = self.link
             if link is not None:
                 return link
-            now = loop.time()
-            patient = not self._ever_linked and (self._connecting or now - self._heard < LINK_WAIT_S)
-            if now - asked >= START_WAIT_S or (now - asked >= LINK_WAIT_S and (self._why or not patient)):
-                if self._why is not None:
-                    raise ConnectionError(self._why)
-                raise KernelGone()
+            waited = loop.time() - asked
+            if waited >= START_WAIT_S or (waited >= LINK_WAIT_S and self._why is not None):
+                break
+            if waited < LINK_WAIT_S or self._connecting or await self._kernel_answers():
+                continue  # a kernel is there and the seeker links it (its own heartbeat ends that if it dies)
+            break
+        if self._why is not None:
+            raise ConnectionError(self._why)
+        raise KernelGone()
+
+    async def _kernel_answers(self) -> bool:
+        """A kernel answers the connection file's heartbeat now (one starting, or one the seeker has not linked yet)."""
+        info = connection_info(self.connection_file)
+        if info is None:
+            return False
+        heartbeat = Heartbeat(channel_address(info, "hb_port"))
+        try:
+            return await heartbeat.beat(PING_S)
+        finally:
+            heartbeat.close()
 
     async def relinked(self) -> None:
         """Until a link is up (no bound: for the watches, which outlive a kernel)."""
@@ -366,7 +415,6 @@ class KernelLinks:
                 await asyncio.sleep(SEEK_S)
                 continue
             self._link = link
-            self._ever_linked = True
             self._why = None
             self._linked.set()
             await link.lost
@@ -382,11 +430,10 @@ class KernelLinks:
             return link
         heartbeat = Heartbeat(channel_address(info, "hb_port"))
         try:
-            if not await heartbeat.beat(0.5):
+            if not await heartbeat.beat(PING_S):
                 return None
         finally:
             heartbeat.close()
-        self._heard = asyncio.get_running_loop().time()
         comm = CommLink(self.connection_file, info, self._deliver)
         self._connecting = True
         try:

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from jupyter_client import BlockingKernelClient
 
-from unified_exec_kernel.mcp.kernel_links import GONE, LINK_WAIT_S, Heartbeat, channel_address, connection_info
+from unified_exec_kernel.mcp.kernel_links import GONE, LINK_WAIT_S, answers, connection_info
 
 from ..kernel_harness import Kernel
 from ..server_process import JupyterServer
@@ -146,13 +146,8 @@ async def _until_the_heartbeat_answers(connection_file: str, timeout: float = 60
     deadline = time.monotonic() + timeout
     while True:
         info = connection_info(connection_file)
-        if info is not None:
-            heartbeat = Heartbeat(channel_address(info, "hb_port"))
-            try:
-                if await heartbeat.beat(1.0):
-                    return
-            finally:
-                heartbeat.close()
+        if info is not None and await answers(info):
+            return
         assert time.monotonic() < deadline, "the restarted kernel never answered its heartbeat"
         await asyncio.sleep(0.1)
 

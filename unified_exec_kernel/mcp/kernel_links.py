@@ -122,6 +122,15 @@ class Heartbeat:
             self._socket = None
 
 
+async def answers(info: dict) -> bool:
+    """The kernel at these ports echoes one heartbeat within PING_S."""
+    heartbeat = Heartbeat(channel_address(info, "hb_port"))
+    try:
+        return await heartbeat.beat(PING_S)
+    finally:
+        heartbeat.close()
+
+
 class _Link:
     """What both carriers share: `lost` is done once the kernel process this link serves is gone."""
 
@@ -215,7 +224,7 @@ class CommLink(_Link):
         client.start_channels(hb=False)  # our own heartbeat runs on this loop, no thread
         self._client = client
         self._tasks.append(asyncio.ensure_future(self._read()))
-        self._tasks.append(asyncio.ensure_future(self._watch()))  # a kernel that dies while we link ends the link at once
+        self._tasks.append(asyncio.ensure_future(self._watch()))  # a kernel that dies while we link ends the attempt
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
@@ -387,13 +396,7 @@ class KernelLinks:
     async def _kernel_answers(self) -> bool:
         """A kernel answers the connection file's heartbeat now (one starting, or one the seeker has not linked yet)."""
         info = connection_info(self.connection_file)
-        if info is None:
-            return False
-        heartbeat = Heartbeat(channel_address(info, "hb_port"))
-        try:
-            return await heartbeat.beat(PING_S)
-        finally:
-            heartbeat.close()
+        return info is not None and await answers(info)
 
     async def relinked(self) -> None:
         """Until a link is up (no bound: for the watches, which outlive a kernel)."""
@@ -428,12 +431,8 @@ class KernelLinks:
         link = await self._direct() if self._carrier != "comm" else None
         if link is not None:
             return link
-        heartbeat = Heartbeat(channel_address(info, "hb_port"))
-        try:
-            if not await heartbeat.beat(PING_S):
-                return None
-        finally:
-            heartbeat.close()
+        if not await answers(info):
+            return None
         comm = CommLink(self.connection_file, info, self._deliver)
         self._connecting = True
         try:

@@ -274,16 +274,17 @@ async def test_closing_leaves_no_process_of_any_session():
 
 async def test_spawn_exit_cycles_leave_the_fd_count_where_it_began(manager):
     await manager.handle_request(request(None, ["true"], 1000))  # warm up lazily opened fds
-    await asyncio.sleep(0.1)
+    # The warm-up session's close may still hold its fds (a loaded machine): the
+    # baseline is an upper bound, and a leak of even one fd per cycle is 500 over it.
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(500):
         result = await manager.handle_request(request(None, ["true"], 5000))
         assert result.exit_code == 0
-    for _ in range(100):
+    for _ in range(500):
         await asyncio.sleep(0.02)
-        if len(os.listdir("/proc/self/fd")) == before:
+        if len(os.listdir("/proc/self/fd")) <= before:
             break
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert len(os.listdir("/proc/self/fd")) <= before
 
 
 async def test_killing_a_session_while_a_request_waits_on_it_answers_that_request(manager):

@@ -109,7 +109,12 @@ def test_a_live_view_of_a_kept_session_goes_on_across_restart_kernel(lab, page):
 
 
 def test_a_terminal_tab_of_a_kept_session_goes_on_across_restart_kernel(lab, page):
-    cells = open_notebook(lab, page, "kept_tab", [KEPT_CELL.replace("--live ", "")])
+    a_kept_tab_goes_on_across_restart_kernel(lab, page, "kept_tab")
+    screenshot_artifact(page, "kept-terminal-tab-after-restart.png")
+
+
+def a_kept_tab_goes_on_across_restart_kernel(server, page, name: str) -> None:
+    cells = open_notebook(server, page, name, [KEPT_CELL.replace("--live ", "")])
     cells.nth(1).locator(".cm-content").click()
     page.keyboard.press("Shift+Enter")
     wait_until(lambda: "[session 0" in cells.nth(1).locator(".jp-OutputArea").inner_text(), 15, "the session to start")
@@ -122,7 +127,7 @@ def test_a_terminal_tab_of_a_kept_session_goes_on_across_restart_kernel(lab, pag
     wait_for_lines(tab, lambda lines: "tab-before-6" in lines, 15, "the answer before the restart")
 
     # The notebook's Kernel menu acts on the current notebook: bring it to the front.
-    page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="kept_tab.ipynb").click()
+    page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"{name}.ipynb").click()
     restart_kernel(page)
     page.locator("#jp-main-dock-panel .lm-DockPanel-tabBar .lm-TabBar-tab", has_text="uexec 0:").click()
     lines = wait_for_lines(tab, lambda lines: KEPT_LINE in lines, RESTART_S, "the tab's one line")
@@ -130,7 +135,6 @@ def test_a_terminal_tab_of_a_kept_session_goes_on_across_restart_kernel(lab, pag
     type_line(page, tab, "echo tab-after-$((4+4))")
     lines = wait_for_lines(tab, lambda lines: "tab-after-8" in lines, 15, "the echo in the tab after the restart")
     assert lines.count("tab-before-6") == 1 and lines[lines.index(KEPT_LINE) + 1] == "$ echo tab-after-$((4+4))", lines
-    screenshot_artifact(page, "kept-terminal-tab-after-restart.png")
 
 
 # -- without our server extension: no direct channel --------------------------------
@@ -187,3 +191,10 @@ def test_a_kept_session_whose_keeper_dies_says_so_and_types_on(lab, page):
     type_line(page, terminal, "echo still-$((20+22))")
     wait_for_lines(terminal, lambda lines: "still-42" in lines, 15, "the echo after the keeper died")
     screenshot_artifact(page, "kept-session-after-its-keeper-died.png")
+
+
+def test_without_a_direct_channel_a_terminal_tab_of_a_kept_session_goes_on_across_restart_kernel(lab_without_relay, browser):
+    """Over the kernel's messages alone the tab opens a comm to the next kernel, as it does beside a direct channel."""
+    with fresh_page(browser, lab_without_relay) as page:
+        a_kept_tab_goes_on_across_restart_kernel(lab_without_relay, page, "kept_tab_no_relay")
+        screenshot_artifact(page, "kept-terminal-tab-without-direct-channel.png")

@@ -184,15 +184,55 @@ async def test_every_byte_reaches_exactly_one_poll(manager):
     assert re.findall(r"line-\d+", collected) == [f"line-{i}" for i in range(1, 61)]
 
 
-async def test_concurrent_requests_to_one_session_are_served_in_turn(manager):
+async def test_a_write_goes_in_while_another_caller_waits_and_each_wait_sees_what_the_other_caused(manager):
     started = await manager.handle_request(request(None, ["bash", "--norc", "-i"], 500))
     session_id = started.session_id
-    first, second = await asyncio.gather(
-        manager.handle_request(request(session_id, ["echo one-$((1+1))\n"], 800)),
-        manager.handle_request(request(session_id, ["echo two-$((2+2))\n"], 800)),
-    )
-    assert "one-2" in first.output and "two-4" not in first.output
-    assert "two-4" in second.output and "one-2" not in second.output
+    # Each waits (up to 20 s) for the line the other's input prints: held one behind the other,
+    # the first would wait out its time for a line typed only after it.
+    first, second = await asyncio.wait_for(asyncio.gather(
+        manager.write(session_id, "echo one-$((1+1))\n", until="^two-4$", timeout_ms=20_000, reader="a"),
+        manager.write(session_id, "echo two-$((2+2))\n", until="^one-2$", timeout_ms=20_000, reader="b"),
+    ), 30)
+    assert (first.ended_by, second.ended_by) == ("match", "match")
+    assert "one-2" in first.output and "two-4" in first.output
+    assert "one-2" in second.output
+    assert first.wall_time < 20 and second.wall_time < 20
+
+
+async def test_each_caller_reads_on_from_where_it_left_off(manager):
+    started = await manager.start(["bash", "--norc", "-i"], timeout_ms=500)
+    sh = started.session_id
+    await manager.write(sh, reader="person")
+    await manager.write(sh, reader="agent")
+    await manager.write(sh, "echo said-$((6*7))\n", until="^said-42$", timeout_ms=20_000, reader="typist")
+    person = await manager.write(sh, reader="person", timeout_ms=0)
+    agent = await manager.write(sh, reader="agent", timeout_ms=0)
+    assert "said-42" in person.output and "said-42" in agent.output
+    again = await manager.write(sh, reader="person", timeout_ms=0)
+    assert "said-42" not in again.output  # read once by each
+
+
+async def test_a_caller_new_to_a_session_starts_where_the_latest_call_left_off(manager):
+    started = await manager.start(["bash", "-c", "echo early; read line; echo \"got $line\"; read line"], timeout_ms=10_000, until="^early$")
+    sh = started.session_id
+    assert "early" in started.output
+    late = await manager.write(sh, "x\n", until="^got x$", timeout_ms=10_000, reader="late")
+    assert "early" not in late.output and "got x" in late.output
+    # The first caller goes on after its own call: it did not read what the later one caused.
+    first = await manager.write(sh, timeout_ms=0)
+    assert "got x" in first.output and "early" not in first.output
+
+
+async def test_what_every_caller_read_is_let_go(manager):
+    started = await manager.start(["bash", "-c", "seq 1 5000; read line; echo done; read line"], timeout_ms=10_000, until="^5000$", reader="a")
+    sh = started.session_id
+    session = manager.session(sh)
+    assert session.buffer.total_bytes == 0  # the only caller read it all
+    await manager.write(sh, timeout_ms=0, reader="b")
+    await manager.write(sh, "\n", until="^done$", timeout_ms=10_000, reader="b")
+    assert b"done" in session.buffer.data()  # kept for a, which has not read it
+    assert "done" in (await manager.write(sh, timeout_ms=0, reader="a")).output
+    assert session.buffer.total_bytes == 0
 
 
 async def test_stop_ends_the_wait_early_and_keeps_the_session(manager):
@@ -426,7 +466,7 @@ async def test_a_closed_session_says_it_was_closed_and_one_that_ended_alone_does
     started = await manager.start(["bash", "--norc", "-i"], timeout_ms=0)
     waiting = asyncio.ensure_future(manager.write(started.session_id, timeout_ms=10_000))
     session = manager.session(started.session_id)
-    while not manager._sessions[started.session_id].lock.locked():  # the request is waiting
+    while len(session._subscribers) < 4:  # the request's collector and wait have subscribed
         await asyncio.sleep(0)
     await manager.kill(started.session_id)
     closed = await asyncio.wait_for(waiting, 10)

@@ -264,3 +264,26 @@ def test_an_exec_with_a_bad_pattern_starts_nothing(kernel, comm):
     found = ask(kernel, comm, {"type": "exec", "request_id": 61, "input_chunks": ["sleep", "60"], "until": "("})
     assert found[-1]["type"] == "error" and "regular expression" in found[-1]["message"]
     assert ask(kernel, comm, {"type": "list", "request_id": 62})[-1]["sessions"] == before
+
+
+def test_a_live_view_types_while_a_cell_waits_and_the_cell_sees_its_line(kernel):
+    kernel.run("%uexec --name viewed --no-integration -t 500 bash --norc -i")
+    subshell = kernel.create_subshell()  # as JupyterLab sends a view's messages: not behind the cell
+    comm_id = kernel.comm_open("unified_exec", subshell=subshell)
+    kernel.comm_messages(comm_id, lambda d: d["type"] == "hello")
+    try:
+        waiting = kernel.start_execute("%%uexec -s viewed --until VIEW-42 -t 25000\necho cell-$((2*2))\n")
+        shows_cell_line = False
+        while not shows_cell_line:  # its wait has begun: it shows what arrives
+            msg = kernel.client.get_iopub_msg(timeout=20)
+            kernel.backlog.append(msg)
+            shown = msg["content"].get("data", {}).get("text/plain", "")
+            shows_cell_line = msg["parent_header"].get("msg_id") == waiting and "cell-4" in shown
+        typed_at = time.monotonic()
+        kernel.comm_send(comm_id, {"type": "input", "session_id": "viewed", "data": "echo VIEW-$((6*7))\r"}, subshell=subshell)
+        done = kernel.finish_execute(waiting, timeout=30)
+        assert "VIEW-42" in done.text and "--until matched" in done.text, done.text
+        assert time.monotonic() - typed_at < 20  # the line ended the wait, not its 25 s
+    finally:
+        kernel.comm_close(comm_id)
+        kernel.delete_subshell(subshell)

@@ -168,3 +168,62 @@ async def test_the_documented_configuration_works_as_pasted_with_the_sdks_bare_e
                     await session.call_tool("kill_session", {"session_id": parse(text)["session"]})
     finally:
         running.shutdown()
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_a_cell_waiting_on_a_shared_shell_sees_the_line_an_agent_types_and_the_agent_does_not_wait(kernel, carrier):
+    # Not integrated: the cell's typed line does not end its wait, only the agent's line does.
+    kernel.run(f"%uexec --name shared-{carrier} --no-integration -t 500 bash --norc -i")
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        (entry,) = [entry for entry in await agent.sessions() if entry["name"] == f"shared-{carrier}"]
+        # The person's cell waits (25 s at most) for a line only the agent's input prints.
+        waiting = kernel.start_execute(f"%%uexec -s shared-{carrier} --until AGENT-42 -t 25000\necho cell-$((2*2))\n")
+        await _shows(kernel, waiting, "cell-4")  # its wait has begun: it shows what arrives
+        asked = asyncio.get_running_loop().time()
+        answer = parse(await agent.text("write_stdin", session_id=entry["session_id"], chars="echo AGENT-$((6*7))\n", yield_time_ms=2000))
+        answered = asyncio.get_running_loop().time() - asked
+        assert "AGENT-42" in answer["output"]
+        # Its keys went in at once (not after the cell's 25 s), and its wall time is the time it took.
+        assert answered < 20 and float(answer["wall"]) <= answered
+        shown = await asyncio.to_thread(kernel.finish_execute, waiting, 30)
+        assert shown.reply["status"] == "ok" and "AGENT-42" in shown.text and "--until matched" in shown.text, shown.text
+
+
+@pytest.mark.parametrize("carrier", ["direct", "comm"])
+async def test_an_agent_waiting_on_a_shared_shell_sees_the_line_a_cell_types_and_the_cell_does_not_wait(kernel, carrier):
+    kernel.run(f"%uexec --name handed-{carrier} -t 10000 bash --norc -i")
+    async with connected("--connection-file", kernel.connection_file, "--carrier", carrier) as agent:
+        (entry,) = [entry for entry in await agent.sessions() if entry["name"] == f"handed-{carrier}"]
+        # The agent polls (an empty write_stdin waits at least 5 s) while the person types.
+        polling = asyncio.ensure_future(agent.text("write_stdin", session_id=entry["session_id"], chars="", yield_time_ms=10_000))
+        await _agent_waits(kernel, entry["session_id"])
+        typed = await asyncio.to_thread(kernel.execute, f"%uexec -s handed-{carrier} echo PERSON-$((6*7))", 20)
+        assert "PERSON-42" in typed.text and typed.seconds < 20
+        polled = parse(await asyncio.wait_for(polling, 60))
+        assert "PERSON-42" in polled["output"]
+
+
+async def _shows(kernel, msg_id: str, text: str) -> None:
+    """Until the running cell `msg_id` shows `text` (its messages stay for `finish_execute`)."""
+    while True:
+        msg = await asyncio.to_thread(kernel.client.get_iopub_msg, timeout=20)
+        kernel.backlog.append(msg)
+        data = msg["content"].get("data", {})
+        if msg["parent_header"].get("msg_id") == msg_id and text in data.get("text/plain", ""):
+            return
+
+
+async def _agent_waits(kernel, session_id: int) -> None:
+    """Until the agent's call is collecting from the session (its subscribers grew), asked of the kernel itself."""
+    probe = (
+        "from unified_exec_kernel.jupyter.current import magics_of; m = magics_of(get_ipython()); "
+        f"print(len(m.bridge.call(lambda: m.manager.session({session_id})._subscribers)))"
+    )
+    baseline = None
+    for _ in range(400):
+        count = int(kernel.run(probe).strip().splitlines()[-1])
+        baseline = count if baseline is None else baseline
+        if count >= 4:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the agent's call never began to wait ({baseline} subscribers)")

@@ -140,6 +140,32 @@ def test_a_plain_call_blocks_only_its_own_thread(kernel, tmp_path):
     assert value(kernel, "[(r.exit_code, r.timed_out) for r in met]") == [(0, False), (0, False)]
 
 
+def test_a_thread_waiting_for_a_line_sees_the_one_another_threads_command_prints_and_neither_waits_behind_the_other(kernel):
+    # The watcher's wait begins first (its collector subscribed); the main thread's command
+    # then goes in at once, and its line ends the watcher's wait.
+    kernel.run(
+        "import threading, time\n"
+        "from unified_exec_kernel.jupyter.current import magics_of\n"
+        "engine = magics_of(get_ipython())\n"
+        "marked = sessions.start('bash --norc -i', name='threads')\n"
+        "def listeners():\n"
+        "    return engine.bridge.call(lambda: len(engine.manager.session(marked.id)._subscribers))\n"
+        "before, seen = listeners(), {}\n"
+        "watcher = threading.Thread(target=lambda: seen.update(watched=marked.wait_for(r'^MARK-42$', timeout=20)))\n"
+        "watcher.start()\n"
+        "deadline = time.monotonic() + 20\n"
+        "while listeners() < before + 2 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "typed_at = time.monotonic()\n"
+        "ran = marked.run('echo MARK-$((6*7))', timeout=20)\n"
+        "ran_for = time.monotonic() - typed_at\n"
+        "watcher.join(30)\n"
+    )
+    assert value(kernel, "(seen['watched'].ended_by, 'MARK-42' in seen['watched'].output)") == ("match", True)
+    assert value(kernel, "(ran.command_exit_code, 'MARK-42' in ran.output)") == (0, True)
+    assert value(kernel, "ran_for < 15 and ran.wall_time <= ran_for") is True  # not behind the watcher's 20 s
+
+
 ERRORS = [
     ("sessions.get('nope')", "UnknownSessionIdError", "no session named 'nope'"),
     ("sessions.get(9999).run('true')", "UnknownSessionIdError", "no session with id 9999"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from .agent_format import format_for_agent
@@ -143,18 +143,23 @@ def spawn(manager: UnifiedExecSessionManager, request: ExecCommand, *, name: str
                          buffer_bytes=OUTPUT_MAX_BYTES, command=[request.cmd])
 
 
-async def first_result(manager: UnifiedExecSessionManager, session_id: int, request: ExecCommand, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
-    """What `exec_command` answers for a session `spawn` started."""
+async def first_result(
+    manager: UnifiedExecSessionManager, session_id: int, request: ExecCommand, *, stop: asyncio.Event | None = None, reader: Hashable = None
+) -> UnifiedExecResult:
+    """What `exec_command` answers for a session `spawn` started (`reader`: the agent, manager.write)."""
     return await manager.write(
         session_id,
         timeout_ms=exec_yield_ms(request.yield_time_ms),
         stop=stop,
         max_bytes=output_bytes(request.max_output_tokens),
         max_timeout_ms=MAX_YIELD_TIME_MS,
+        reader=reader,
     )
 
 
-async def write_stdin(manager: UnifiedExecSessionManager, request: WriteStdin, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
+async def write_stdin(
+    manager: UnifiedExecSessionManager, request: WriteStdin, *, stop: asyncio.Event | None = None, reader: Hashable = None
+) -> UnifiedExecResult:
     """Type `request.chars` (nothing: poll) into a running session; wait up to the clamped yield."""
     return await manager.write(
         request.session_id,
@@ -163,6 +168,7 @@ async def write_stdin(manager: UnifiedExecSessionManager, request: WriteStdin, *
         stop=stop,
         max_bytes=output_bytes(request.max_output_tokens),
         max_timeout_ms=MAX_BACKGROUND_YIELD_TIME_MS,
+        reader=reader,
     )
 
 

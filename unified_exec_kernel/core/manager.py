@@ -22,9 +22,11 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
+from .output.readers import Readers
 from .completion.collect import Collected, WaitFor, collect, compile_until
 from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError
 from .models import (
@@ -76,7 +78,7 @@ class _Plan:
 class _Managed:
     session: PtySession
     last_used: float
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    readers: Readers  # where each caller has read to: no caller waits behind another (docs/engine.md)
     notice: str = ""  # a warning for the session's first result
 
 
@@ -163,6 +165,7 @@ class UnifiedExecSessionManager:
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
         keep: bool | None = None,
+        reader: Hashable = None,
     ) -> UnifiedExecResult:
         """Start `argv` in a new session, then collect its output (Codex's `exec_command`).
 
@@ -170,7 +173,7 @@ class UnifiedExecSessionManager:
         """
         compile_until(until)  # a bad pattern starts nothing
         session_id = await self.launch(argv, name=name, cwd=cwd, env=env, integration=integration, keep=keep)
-        return await self.write(session_id, timeout_ms=timeout_ms, stop=stop, until=until, quiet_ms=quiet_ms, first_prompt=True)
+        return await self.write(session_id, timeout_ms=timeout_ms, stop=stop, until=until, quiet_ms=quiet_ms, first_prompt=True, reader=reader)
 
     async def write(
         self,
@@ -185,6 +188,7 @@ class UnifiedExecSessionManager:
         first_prompt: bool = False,
         max_bytes: int | None = None,
         max_timeout_ms: int | None = None,
+        reader: Hashable = None,
     ) -> UnifiedExecResult:
         """Type `text` into a session (nothing: just poll), then collect (Codex's `write_stdin`).
 
@@ -198,16 +202,21 @@ class UnifiedExecSessionManager:
         waited on until its first prompt. `max_bytes` (default `output_max_bytes`): what
         the result keeps of the output; `max_timeout_ms` (default the manager's): the
         longest wait (a request profile's own limits, codex_profile.py).
+
+        `reader`: who is asking (a person's cells: None; a `Session` object, an agent's
+        connection: a key of its own). The text goes in at once, whoever else waits on the
+        session; the output before this call is what this reader has not read yet, and what
+        arrives during the wait is collected by every caller waiting then.
         """
         pattern = compile_until(until)
         session = self._get_managed(session_id).session
         command = session.integrated and (bool(text) or first_prompt)
         limits = (max_bytes, max_timeout_ms)
-        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command, limits)
+        return await self._collect(session_id, text, timeout_ms, stop, pattern, quiet_ms, earlier_output, command, limits, reader)
 
-    async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None) -> UnifiedExecResult:
+    async def handle_request(self, request: UnifiedExecRequest, *, stop: asyncio.Event | None = None, reader: Hashable = None) -> UnifiedExecResult:
         """The seed's entry: `input_chunks` is the argv of a new session, or text joined with spaces."""
-        waits = {"timeout_ms": request.timeout_ms, "stop": stop, "until": request.until, "quiet_ms": request.quiet_ms}
+        waits = {"timeout_ms": request.timeout_ms, "stop": stop, "until": request.until, "quiet_ms": request.quiet_ms, "reader": reader}
         if request.session_id is None:
             return await self.start(request.input_chunks, name=request.name, cwd=request.cwd, env=request.env, **waits)
         return await self.write(request.session_id, " ".join(request.input_chunks), **waits)
@@ -324,7 +333,7 @@ class UnifiedExecSessionManager:
         if self.journals is not None:
             # Before the loop reads its first output; a kept session's journal lives with its keeper.
             self.journals.record(session, self.keeper.journal_dir if kept is not None else None)
-        managed = self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
+        managed = self._sessions[session_id] = _Managed(session, time.monotonic(), Readers(session.offset))
         if kept is not None:
             self._register_kept(session)
             self._acknowledge_soon()
@@ -366,43 +375,44 @@ class UnifiedExecSessionManager:
         earlier_output: bool,
         command: bool,
         limits: tuple[int | None, int | None] = (None, None),
+        reader: Hashable = None,
     ) -> UnifiedExecResult:
         """`command`: an integrated shell is done when its prompt is back (after a typed
-        command, or at its first prompt); such a wait defaults to `max_timeout_ms`."""
+        command, or at its first prompt); such a wait defaults to `max_timeout_ms`.
+
+        Nothing is held for the wait: each caller subscribes for itself (collect.py), so
+        another caller's write goes in and its wait runs meanwhile."""
         managed = self._get_managed(key)
         session = managed.session
         session_id = session.session_id
         max_bytes = self.output_max_bytes if limits[0] is None else limits[0]
         timeout_ms, warning = self._clamp_timeout(timeout_ms, self.max_timeout_ms if command else self.default_timeout_ms, limits[1])
-        async with managed.lock:
-            if self._sessions.get(session_id) is not managed:
-                # Another request on this session reported its exit while we queued.
-                raise UnknownSessionIdError(key, self._keys())
-            managed.last_used = time.monotonic()
-            notice, managed.notice = managed.notice, ""
-            # What the program printed before this request is read first, so a
-            # prompt marker of an earlier command cannot end this wait.
-            session.terminal.read_pending()
-            unread, dropped = session.buffer.drain()
-            left_out = 0 if earlier_output else _hidden_bytes(session, len(unread))
-            first_offset = session.offset - (len(unread) if earlier_output else 0)
-            try:
-                collected = await collect(
-                    session,
-                    WaitFor(timeout_ms / 1000, until, _seconds(quiet_ms), command),
-                    max_bytes=max_bytes,
-                    text=text,
-                    already=unread if earlier_output else b"",
-                    # A shell that showed its first prompt before this wait began is done starting.
-                    prompted=command and not text and session.prompts > 0,
-                    stop=stop,
-                )
-            finally:
-                session.buffer.drain()  # the collector has it all
-            if session.finished and self._sessions.get(session_id) is managed:  # not killed meanwhile
-                self._remove(session_id)
-            result = _result(session, collected, warning + notice, dropped_bytes=dropped, left_out_bytes=left_out)
-            return self._with_journal_range(result, session, first_offset)
+        managed.last_used = time.monotonic()
+        notice, managed.notice = managed.notice, ""
+        # What the program printed before this request is read first, so a
+        # prompt marker of an earlier command cannot end this wait.
+        session.terminal.read_pending()
+        unread, dropped = session.buffer.since(managed.readers.cursor(reader))
+        left_out = 0 if earlier_output else _hidden_bytes(session, len(unread))
+        first_offset = session.offset - (len(unread) if earlier_output else 0)
+        try:
+            collected = await collect(
+                session,
+                WaitFor(timeout_ms / 1000, until, _seconds(quiet_ms), command),
+                max_bytes=max_bytes,
+                text=text,
+                already=unread if earlier_output else b"",
+                # A shell that showed its first prompt before this wait began is done starting.
+                prompted=command and not text and session.prompts > 0,
+                stop=stop,
+            )
+        finally:
+            managed.readers.read_to(reader, session.offset)  # the collector has it all
+            session.buffer.forget_before(managed.readers.oldest())
+        if session.finished and self._sessions.get(session_id) is managed:  # not killed meanwhile
+            self._remove(session_id)
+        result = _result(session, collected, warning + notice, dropped_bytes=dropped, left_out_bytes=left_out)
+        return self._with_journal_range(result, session, first_offset)
 
     def _with_journal_range(self, result: UnifiedExecResult, session: PtySession, first_offset: int) -> UnifiedExecResult:
         """Where the whole output of a cut result can be read again: its session and byte range."""
@@ -612,7 +622,7 @@ class UnifiedExecSessionManager:
                                  scrollback_bytes=self.scrollback_bytes, prompt_nonce=meta.get("nonce"), name=meta.get("name"),
                                  command=meta.get("command"), kept=kept)
             self._adopt_journal(session)
-            self._sessions[session_id] = _Managed(session, last_used=time.monotonic())
+            self._sessions[session_id] = _Managed(session, time.monotonic(), Readers(session.offset))
             if session.name is not None:
                 self._names[session.name] = session_id
             if held.exited:

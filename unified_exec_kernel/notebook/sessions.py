@@ -34,11 +34,12 @@ import atexit
 import builtins
 import dataclasses
 import functools
+import itertools
 import os
 import shlex
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,7 @@ class Turn:
     integration: bool | None = None
     keep: bool | None = None
     tty: bool = True
+    reader: Hashable = None  # who asks: a person's cells (None), a `Session` object (its own cursor)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ async def finish_turn(manager: UnifiedExecSessionManager, turn: Turn, opened: Op
             earlier_output=not turn.text,
             # A new session's wait is a start's: an integrated shell waits for its first prompt.
             first_prompt=turn.argv is not None,
+            reader=turn.reader,
         )
     finally:
         opened.stop_watching()
@@ -238,6 +241,9 @@ def _ms(seconds: float | None, what: str) -> int | None:
 # -- the calls -----------------------------------------------------------------
 
 
+_readers = itertools.count()
+
+
 class Session:
     """One session of this kernel (or of this program's engine), by id; what `start` and `get` return."""
 
@@ -246,6 +252,8 @@ class Session:
         self.name = name
         self.command = builtins.list(command)
         self.started = started  # what the start's wait collected (a shell's first prompt); None if it did not wait
+        # Its own cursor in the session's output: what another caller collected is not taken from it.
+        self._reader = ("python", next(_readers))
 
     def __repr__(self) -> str:
         label = f"{self.id} {self.name!r}" if self.name else str(self.id)
@@ -300,7 +308,7 @@ class Session:
         timeout_ms = _ms(timeout, "timeout")
         if timeout_ms is None and longest:
             timeout_ms = engine.manager.max_timeout_ms
-        turn = Turn(session=self.id, text=text, timeout_ms=timeout_ms, until=until, quiet_ms=_ms(quiet, "quiet"))
+        turn = Turn(session=self.id, text=text, timeout_ms=timeout_ms, until=until, quiet_ms=_ms(quiet, "quiet"), reader=self._reader)
         return _shown(await _on_engine(engine, take_turn, engine.manager, turn), raw)
 
     async def output_async(

@@ -11,6 +11,7 @@ logged and answered as `Internal`; the kernel lives on either way.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Collection
 
@@ -28,6 +29,7 @@ from .live import LiveStream
 from .messages import BadRequest
 
 log = logging.getLogger(__name__)
+_peers = itertools.count()  # each peer a reader of its own
 
 OUTPUT_EVENT_S = 0.1
 OUTPUT_EVENT_BYTES = 16 * 1024
@@ -85,6 +87,7 @@ class Endpoint:
         self.tasks: set[asyncio.Task] = set()
         self.watches: dict[object, asyncio.Task] = {}
         self._viewed: dict[int, tuple[PtySession, set]] = {}  # the views of each session this peer sized (sizes.py)
+        self.reader = ("peer", next(_peers))  # its own cursor in each session's output (core/output/readers.py)
 
     def receive(self, data) -> None:
         """Handle one incoming message; call it on the kernel's loop."""
@@ -180,7 +183,7 @@ class Endpoint:
         else:
             session_id, text = self.manager.session(key).session_id, " ".join(chunks)
         session = self.manager.session(session_id)
-        result = await self._collect_with_events(rid, session_id, self.manager.write(session_id, text, first_prompt=key is None, **waits))
+        result = await self._collect_with_events(rid, session_id, self.manager.write(session_id, text, first_prompt=key is None, reader=self.reader, **waits))
         if result.ended_by == "match":
             noticeboard(self.manager).matched(session, waits["until"], result.output, "until")
         self.send(messages.result(rid, result, self._shown(result, output_format)))
@@ -199,11 +202,11 @@ class Endpoint:
         if key is None:
             request = codex_profile.ExecCommand.from_arguments(arguments)
             session_id = codex_profile.spawn(self.manager, request, name=messages.optional_str(data, "name"))
-            waiting = codex_profile.first_result(self.manager, session_id, request)
+            waiting = codex_profile.first_result(self.manager, session_id, request, reader=self.reader)
         else:
             session_id = self.manager.session(key).session_id
             request = codex_profile.WriteStdin.from_arguments({**arguments, "session_id": session_id})
-            waiting = codex_profile.write_stdin(self.manager, request)
+            waiting = codex_profile.write_stdin(self.manager, request, reader=self.reader)
         result = await self._collect_with_events(rid, session_id, waiting)
         self.send(messages.result(rid, result, self._shown(result, output_format)))
 

@@ -45,3 +45,29 @@ def test_data_reads_without_draining():
     buffer.push("x".encode())
     assert buffer.data() == b"x"
     assert buffer.data() == b"x"
+
+
+def test_since_reads_from_an_offset_without_draining():
+    buffer = OutputBuffer(max_bytes=100)
+    buffer.push(b"hello ", 0)
+    buffer.push(b"world", 6)
+    assert buffer.since(6) == (b"world", 0)
+    assert buffer.since(0) == (b"hello world", 0)
+    assert buffer.since(11) == (b"", 0)
+    assert buffer.total_bytes == 11
+
+
+def test_since_counts_what_gave_way_before_the_offset_was_read():
+    buffer = OutputBuffer(max_bytes=4)
+    buffer.push(b"abcdefgh", 0)
+    assert buffer.since(2) == (b"efgh", 2)
+
+
+def test_forget_before_lets_go_of_what_was_read_and_counts_no_drop():
+    buffer = OutputBuffer(max_bytes=100)
+    buffer.push(b"abc", 0)
+    buffer.push(b"def", 3)
+    buffer.forget_before(4)
+    assert (buffer.data(), buffer.start, buffer.dropped_bytes) == (b"ef", 4, 0)
+    buffer.forget_before(100)
+    assert (buffer.data(), buffer.start, buffer.end) == (b"", 6, 6)

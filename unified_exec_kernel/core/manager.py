@@ -37,13 +37,12 @@ from .models import (
     UnifiedExecResult,
 )
 from .process.guardian import Guardian
-from .process.keeper import Keeper, KeeperError
+from .process.keeper import Keeper
+from .kept_sessions import KeptSessions
 from .session import SCROLLBACK_BYTES, Kept, PtySession
 from .pipe_session import PipeSession
 from .completion.shell_integration import PARENT_PID_VARIABLE, integrate, new_nonce
-from .journal.reader import open_journal
 from .journal.store import JournalStore
-from .output.utf8 import newest
 from .process.termination import terminate_blocking
 
 log = logging.getLogger(__name__)
@@ -52,9 +51,6 @@ MAX_SESSIONS = 64
 WARN_SESSIONS = 60
 PROTECTED_RECENT_SESSIONS = 8
 MAX_WATCH_MS = 3_600_000
-KEPT_ACK_S = 0.2
-"""How often a kept session's keeper is told what the journal holds (it keeps the rest until then)."""
-RESTART_MARKER = "(kernel restarted)"
 NAME_RULE = "a name starts with a letter (of any alphabet) or _, then letters, digits, _ . or - (so it never reads as an id or an option)"
 _NAME = re.compile(r"[^\W\d][\w.-]*")  # str patterns match Unicode: \w is any letter or digit, and _
 
@@ -140,15 +136,8 @@ class UnifiedExecSessionManager:
         self.journals = journals
         self.keeper = keeper
         self.keep_sessions = keep_sessions
-        self._acks: dict[int, int] = {}  # kept session id -> raw offset last acknowledged
-        self._kept: dict[int, PtySession] = {}  # kept sessions until closed (a closing one still hears its exit)
-        self._early_exits: dict[int, int | None] = {}  # told before the session was registered (a fast exit)
-        self._ack_timer: asyncio.TimerHandle | None = None
         self.notes: list[str] = []  # what a person should know of sessions no face showed (a take-back that failed)
-        if keeper is not None:
-            keeper.on_exit(self._kept_exit)
-            keeper.on_lost(self._keeper_lost)
-            keeper.guarded_by(self._guardian_pipe, self._guardian_news)
+        self.kept = None if keeper is None else KeptSessions(self, keeper)
 
     # -- start and write -------------------------------------------------------
 
@@ -333,20 +322,16 @@ class UnifiedExecSessionManager:
         if self.journals is not None:
             # Before the loop reads its first output; a kept session's journal lives with its keeper.
             self.journals.record(session, self.keeper.journal_dir if kept is not None else None)
-        managed = self._sessions[session_id] = _Managed(session, time.monotonic(), Readers(session.offset))
+        managed = self._add(session)
         if kept is not None:
-            self._register_kept(session)
-            self._acknowledge_soon()
+            self.kept.opened(session)
         else:
             self._guard(session.pid)
-        if plan.name is not None:
-            self._names[plan.name] = session_id
         if len(self._sessions) >= self.warn_sessions:
             managed.notice = (
                 f"Warning: {len(self._sessions)} sessions are open; at {self.max_sessions} the least "
                 "recently used one will be closed to make room. Close the ones you no longer need.\n"
             )
-        session.on_exit(lambda _session: self._changed())
         self._changed()
         return session_id
 
@@ -484,17 +469,13 @@ class UnifiedExecSessionManager:
 
     def _remove(self, session_id: int) -> asyncio.Task:
         """Take the session out of the table and close it in the background; the closing task."""
-        managed = self._sessions.pop(session_id)
-        name = managed.session.name
-        if name is not None and self._names.get(name) == session_id:
-            del self._names[name]
+        managed = self._take_out(session_id)
         task = asyncio.ensure_future(managed.session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
         # Forgotten by the guardian (or the keeper) only once closed: until then it may still need ending.
         if managed.session.kept:
-            self._acks.pop(session_id, None)
-            task.add_done_callback(lambda _task: self._forget_kept(session_id))
+            task.add_done_callback(self.kept.removed(session_id))
         else:
             task.add_done_callback(lambda _task, pid=managed.session.pid: self._unguard(pid))
         self._changed()
@@ -533,13 +514,8 @@ class UnifiedExecSessionManager:
         if sessions:
             self._changed()
         await asyncio.gather(*(session.close() for session in sessions), *self._closing)
-        self._kept.clear()
-        if self._ack_timer is not None:
-            self._ack_timer.cancel()
-            self._ack_timer = None
-        if self.keeper is not None:
-            self.keeper.end_threadsafe()
-            self.keeper.close()
+        if self.kept is not None:
+            self.kept.end()
         guardian, self._guardian = self._guardian, None
         if guardian is not None:
             await guardian.close()  # everything is closed: it exits and is reaped
@@ -559,14 +535,6 @@ class UnifiedExecSessionManager:
                 self._guardian.on_news(self.keeper.news)
         return self._guardian
 
-    def _guardian_pipe(self) -> int | None:
-        """A copy of the guardian's pipe for the keeper, which tells the guardian of kept sessions itself."""
-        return self._the_guardian().share() if self.guardian else None
-
-    def _guardian_news(self) -> bytes:
-        """All the guardian was told, for the keeper: it ends the unkept sessions if the kernel and guardian die at once."""
-        return self._the_guardian().news() if self.guardian else b""
-
     def _unguard(self, leader_pid: int) -> None:
         if self._guardian is not None:
             self._guardian.forget(leader_pid)
@@ -583,19 +551,12 @@ class UnifiedExecSessionManager:
         if kept and self.keeper is not None:
             self.keeper.end_blocking()  # one that does not end (stalled) is killed: nothing waits for its grace
 
-    # -- kept sessions ---------------------------------------------------------------
+    # -- kept sessions (kept_sessions.py) ----------------------------------------------
 
     def let_go_of_kept(self) -> None:
         """Stop holding kept sessions without ending them, as a kernel that exits does (the keeper holds them)."""
-        for session_id, managed in list(self._sessions.items()):
-            if managed.session.kept:
-                del self._sessions[session_id]
-                self._kept.pop(session_id, None)
-                if managed.session.name is not None and self._names.get(managed.session.name) == session_id:
-                    del self._names[managed.session.name]
-                managed.session.terminal.release()
-        if self.keeper is not None:
-            self.keeper.close()
+        if self.kept is not None:
+            self.kept.let_go()
 
     async def take_back(self) -> list[int]:
         """Take back the sessions the keeper held for this kernel id: their ids (none without a keeper).
@@ -604,123 +565,23 @@ class UnifiedExecSessionManager:
         journals, and new sessions are numbered after them. Raises KeeperError (one line)
         when a keeper is there but refuses this process.
         """
-        if self.keeper is None:
-            return []
-        taken = []
-        try:
-            handed_back = await self.keeper.take_back()
-        except KeeperError as error:
-            self.notes.append(str(error))
-            raise
-        for held in handed_back:
-            meta = held.meta
-            session_id = int(meta["id"])
-            kept = Kept(held.spawn.pid, held.spawn.master_fd, held.spawn.output_fd, restarts=int(meta.get("restarts", 1)),
-                        started=float(meta.get("started") or 0), offset=held.clean_offset, raw_offset=int(meta.get("raw", 0)),
-                        state=held.state)
-            session = PtySession(session_id, meta.get("command") or [], {}, buffer_bytes=self.output_max_bytes,
-                                 scrollback_bytes=self.scrollback_bytes, prompt_nonce=meta.get("nonce"), name=meta.get("name"),
-                                 command=meta.get("command"), kept=kept)
-            self._adopt_journal(session)
-            self._sessions[session_id] = _Managed(session, time.monotonic(), Readers(session.offset))
-            if session.name is not None:
-                self._names[session.name] = session_id
-            if held.exited:
-                session.report_exit(held.exit_code)
-            self._register_kept(session)
-            session.on_exit(lambda _session: self._changed())
-            taken.append(session_id)
-        if taken:
-            self._next_id = itertools.count(max(taken) + 1)
-            self._acknowledge_soon()
-            self._changed()
-        return taken
+        return [] if self.kept is None else await self.kept.take_back()
 
-    def _adopt_journal(self, session: PtySession) -> None:
-        if self.journals is None or self.keeper.journal_dir is None:
-            return
-        path = os.path.join(self.keeper.journal_dir, f"session-{session.session_id}.cast")
-        try:
-            entry = self.journals.adopt(session, path, marker=RESTART_MARKER)
-        except (OSError, ValueError) as error:
-            log.warning("uexec: the journal of kept session %s could not be taken back (%s); a new one starts", session.session_id, error)
-            self.journals.record(session, self.keeper.journal_dir)
-            return
-        end = entry.file.resumed.output_end
-        session.resume_after(end, _history(path, end, self.scrollback_bytes))
+    def _add(self, session: PtySession) -> _Managed:
+        """Put a session in the table (by id, and by name)."""
+        managed = self._sessions[session.session_id] = _Managed(session, time.monotonic(), Readers(session.offset))
+        if session.name is not None:
+            self._names[session.name] = session.session_id
+        session.on_exit(lambda _session: self._changed())
+        return managed
 
-    def _keeper_lost(self, why: str) -> None:
-        """Its programs have no keeper now: this kernel reads their terminals (it holds the masters),
-        its guardian ends them with it, however it ends, like any session; each says so."""
-        note = f"no longer kept: its keeper {why}"
-        kept, self._kept = list(self._kept.values()), {}
-        if kept and self.journals is not None and self.keeper.journal_dir is not None:
-            self.journals.own_directory(self.keeper.journal_dir)  # their journals are there: ours to remove now
-            if self._guardian is not None:
-                self._guardian.remove_with_kernel(self.keeper.journal_dir)
-        for session in kept:
-            if session.terminal.released:
-                continue
-            session.take_over(note)
-            if self.journals is not None:
-                self.journals.mark(session, f"(the keeper {why}; output it had not relayed is lost; no longer kept)")
-            managed = self._sessions.get(session.session_id)
-            if managed is not None:
-                managed.notice += f"Note: session {session.name or session.session_id} is {note}.\n"
-            self._acks.pop(session.session_id, None)
-            self._guard(session.pid)
-            log.warning("uexec: session %s is %s (it ends with this kernel now)", session.name or session.session_id, note)
-        if kept:
-            self._changed()
-
-    def _register_kept(self, session: PtySession) -> None:
-        self._kept[session.session_id] = session
-        if session.session_id in self._early_exits:
-            session.report_exit(self._early_exits.pop(session.session_id))
-
-    def _kept_exit(self, session_id: int, exit_code: int | None) -> None:
-        session = self._kept.get(session_id)
-        if session is not None:
-            session.report_exit(exit_code)
-        else:
-            # The keeper reaped it before its spawn's answer or a take-back was handled here.
-            self._early_exits[session_id] = exit_code
-
-    def _forget_kept(self, session_id: int) -> None:
-        self._kept.pop(session_id, None)
-        if self.keeper is not None:
-            self.keeper.forget(session_id)
-
-    def _acknowledge_soon(self) -> None:
-        if self._ack_timer is None:
-            self._ack_timer = asyncio.get_running_loop().call_later(KEPT_ACK_S, self._acknowledge)
-
-    def _acknowledge(self) -> None:
-        """Tell the keeper what of each kept session's output is safely in its journal (it keeps the rest)."""
-        self._ack_timer = None
-        kept = [managed.session for managed in self._sessions.values() if managed.session.kept and not managed.session.terminal.released]
-        if not kept or self.keeper is None or not self.keeper.connected:
-            return
-        points = {}
-        for session in kept:
-            point = session.ack_point()
-            if point is not None and point[0] != self._acks.get(session.session_id):
-                points[session.session_id] = point
-        if points and self.journals is None:
-            self._send_acks(points)
-        elif points:
-            loop = asyncio.get_running_loop()
-            barrier = self.journals.flushed()
-            barrier.add_done_callback(lambda _done: _call_soon_threadsafe(loop, self._send_acks, points))
-        self._acknowledge_soon()
-
-    def _send_acks(self, points: dict[int, tuple[int, int, dict]]) -> None:
-        if self.keeper is None:
-            return
-        for session_id, (raw, clean, state) in points.items():
-            if session_id in self._sessions:
-                self._acks[session_id] = raw
-                self.keeper.ack(session_id, raw, clean, state)
+    def _take_out(self, session_id: int) -> _Managed:
+        """Take a session out of the table (by id, and by name), leaving it as it is."""
+        managed = self._sessions.pop(session_id)
+        name = managed.session.name
+        if name is not None and self._names.get(name) == session_id:
+            del self._names[name]
+        return managed
 
     # -- change notification ---------------------------------------------------
 
@@ -735,23 +596,6 @@ class UnifiedExecSessionManager:
                 listener()
             except Exception:
                 log.exception("uexec: a session listener failed")
-
-
-def _history(path: str, end: int, size: int) -> bytes:
-    """The last `size` bytes of output before `end` in a journal (a few reads through its index)."""
-    try:
-        with open_journal(path) as journal:
-            return newest(journal.read(max(journal.start, end - size), end), size)
-    except (OSError, ValueError) as error:
-        log.warning("uexec: cannot read the history of %s (%s)", path, error)
-        return b""
-
-
-def _call_soon_threadsafe(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
-    try:
-        loop.call_soon_threadsafe(callback, *args)
-    except RuntimeError:
-        pass  # the loop closed meanwhile: the next kernel is sent the output again
 
 
 def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | None) -> None:

@@ -148,7 +148,7 @@ async def test_the_first_command_after_a_restart_has_its_text_whoever_types_it(k
     session = first.session("sh")
     await _keys(session, ["echo par"])
     # The bug showed once the keeper had been told the prompt is journaled (every 0.2 s).
-    await async_wait_until(lambda: first._acks.get(session.session_id) == session.terminal.raw_read)
+    await async_wait_until(lambda: first.kept._acks.get(session.session_id) == session.terminal.raw_read)
     first.let_go_of_kept()
     await first.close_all()
     await asyncio.wrap_future(first.journals.close_soon())

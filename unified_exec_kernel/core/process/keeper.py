@@ -60,6 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..journal.lifetime import open_own_dir
+from .forks import close_fd, drop_in_child
 from .keeper_process import BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MANIFEST_SUFFIX, MAX_MESSAGE_BYTES
 from .guardian_process import ROOT
 from .procs import is_stopped
@@ -132,6 +133,20 @@ class Keeper:
         # Answers awaited, by what they answer: ("welcome", None), ("spawned", id) (also takes "failed").
         self._waiting: dict[tuple, asyncio.Future] = {}
         self._handed_back: list[KeptSession] | None = None  # sessions arriving during a take-back
+        drop_in_child(self)
+
+    def forked_child(self) -> None:
+        """A forked child lets go of the connection without a word: the keeper must see the kernel's EOF
+        when the kernel goes, and hears nothing from the child (its loop's epoll is the parent's: no loop call)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        close_fd(self._keeper_fd)
+        self._keeper_fd = self._keeper_pid = None
+        self._ping = self._pong_due = self._starting = None
+        self._welcomed = False
+        self._news.clear()
+        self._waiting = {}
 
     @property
     def connected(self) -> bool:

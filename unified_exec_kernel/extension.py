@@ -60,13 +60,10 @@ def load_ipython_extension(ipython) -> None:
     at_exit = this_process_only(end)  # a forked child's exit (a cell's os.fork) ends none of them
     atexit.register(at_exit)
     if kernel is not None:
-        from .kernel import UnifiedExecKernel
-
         # The engine's thread publishes beside the kernel's own threads.
         patches.atomic_message_ids(kernel.session)
         ipython._uexec_unpatch_display = patches.flush_only_pending_streams(ipython.display_pub)
-        if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
-            patches.end_sessions_on_shutdown(kernel, lambda restart: end(restart=restart))
+        patches.end_sessions_on_shutdown(kernel, lambda restart: end(restart=restart))
         import comm
 
         comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
@@ -109,6 +106,8 @@ def unload_ipython_extension(ipython) -> None:
     _unregister_magics(ipython, current.magics_of(ipython))  # else %%uexec would restart the engine
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
     getattr(ipython, "_uexec_unpatch_display", lambda: None)()
+    if getattr(ipython, "kernel", None) is not None:
+        patches.end_sessions_on_shutdown(ipython.kernel, None)
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
     current.set_manager(ipython, None)

@@ -89,6 +89,9 @@ PART_BYTES = 32 * 1024
 """The most one record of a message carries (well within any send buffer); a longer message goes in parts."""
 MAX_MESSAGE_BYTES = 64 << 20
 """The most one message may carry in all: above what exec takes (ARG_MAX, 2 MiB here), JSON-escaped."""
+RECORD_BYTES = 1 << 20
+"""The longest record read: any one a socket carries (its send buffer's cap, net.core.wmem_max, is below),
+so a message sent whole (a ping, an ack, news) is read whole whatever its size."""
 _MORE = b"\x00"  # marks a record that more of the same message follows (JSON never starts with it)
 BOOTSTRAP = """\
 # uexec keeper: holds a kernel's kept sessions across restarts (unified_exec_kernel/core/process/keeper_process.py)
@@ -627,12 +630,12 @@ def receive_message(connection: socket.socket, *, nonblocking: bool = False, par
     flags = socket.MSG_DONTWAIT if nonblocking else 0
     partial = bytearray() if partial is None else partial
     while True:
-        data, fds, got, _address = socket.recv_fds(connection, PART_BYTES + len(_MORE), 8, flags)
+        data, fds, got, _address = socket.recv_fds(connection, RECORD_BYTES, 8, flags)
         if not data:
             return None, fds
         if got & socket.MSG_TRUNC:
             _close_all(fds)
-            raise ValueError("a record longer than a part")
+            raise ValueError(f"a record longer than {RECORD_BYTES:,} bytes")
         if data[:1] != _MORE:
             break
         _close_all(fds)

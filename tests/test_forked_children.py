@@ -129,6 +129,18 @@ def test_a_kernels_forked_children_leave_its_sessions(kernel):
             "print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))"
         )
         assert text == "0\n"
+        # A child cannot reach the parent's engine (its thread is not in the child): one clear error, nothing started.
+        text = kernel.run(
+            "child = os.fork()\n"
+            "if child == 0:\n"
+            "    try:\n"
+            "        s.info\n"
+            "        os._exit(5)\n"
+            "    except RuntimeError as error:\n"
+            "        os._exit(0 if 'forked child' in str(error) else 6)\n"
+            "print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))"
+        )
+        assert text == "0\n"
         # multiprocessing's fork: one that exits, one ended by terminate() (SIGTERM, the kernel's handler inherited)
         text = kernel.run(
             "fork = multiprocessing.get_context('fork')\n"

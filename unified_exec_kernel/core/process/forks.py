@@ -44,7 +44,6 @@ def this_process_only(function: F) -> F:
             return None
         return function(*args, **kwargs)
 
-    in_owner.owner_pid = owner  # type: ignore[attr-defined]
     return in_owner  # type: ignore[return-value]
 
 

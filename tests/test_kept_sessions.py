@@ -305,3 +305,19 @@ def test_a_kept_flood_comes_back_after_a_restart(runtime):
         assert gone([program])
     finally:
         kernel.shutdown()
+
+
+def test_a_kept_shell_script_of_110_kb_starts_like_an_unkept_one_and_comes_back_after_a_restart(runtime):
+    # Failed with "the keeper of kept sessions did not answer ([Errno 90] Message too long)".
+    script = "# " + "x" * 110_000 + "\necho ran-$((6*7))\nread line\necho got-$line\n"
+    kernel = Kernel()
+    try:
+        for keep in ("", "--keep "):
+            shown = kernel.run(f"%%uexec {keep}--shell --name long{len(keep)} --until ^ran- --timeout 10000\n{script}")
+            assert "ran-42" in shown, shown
+        restart(kernel, "graceful")
+        listed = kernel.run("%uexec_sessions")
+        assert re.search(r"long7 .*running \(kept, 1 restart\)", listed) and "long0" not in listed, listed
+        assert "got-typed" in kernel.run("%uexec -s long7 --until ^got- --timeout 10000 typed")
+    finally:
+        kernel.shutdown()

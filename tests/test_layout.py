@@ -82,6 +82,73 @@ def test_imports_only_go_down(path, parts):
     assert not wrong, f"{'/'.join(parts)}: " + "; ".join(wrong)
 
 
+def module_name(parts: tuple[str, ...]) -> str:
+    name = ".".join(("unified_exec_kernel", *parts)).removesuffix(".py")
+    return name.removesuffix(".__init__")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, anywhere in the file (a function's imports too).
+
+    An import of a package the module sits in is left out: Python imports it first anyway."""
+    known = {module_name(parts): (path, parts) for path, parts in modules()}
+    graph = {}
+    for name, (path, parts) in known.items():
+        targets = set()
+        for _line, imported in imports(path, parts):
+            while imported and imported not in known:
+                imported = imported.rpartition(".")[0]  # `from .x import f`: the module x
+            if imported and imported != name and not name.startswith(imported + "."):
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle: the strongly connected groups of more than one module (Tarjan)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    """Imports go one way also between modules of one room and at the top: the kernel composes the
+    extension, which knows nothing of the kernel (it imported it in a function, and kernel.py it)."""
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_catches_a_circle():
+    graph = import_graph()
+    graph["unified_exec_kernel.extension"] = graph["unified_exec_kernel.extension"] | {"unified_exec_kernel.kernel"}
+    graph["unified_exec_kernel.kernel"] = graph["unified_exec_kernel.kernel"] | {"unified_exec_kernel.extension"}
+    assert circles(graph) == [["unified_exec_kernel.extension", "unified_exec_kernel.kernel"]]
+
+
 def test_every_room_is_known():
     rooms = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
     assert rooms == set(ALLOWED)

@@ -28,6 +28,7 @@ from .live.comm import COMM_TARGET, open_handler
 from .jupyter.config import UnifiedExec
 from .jupyter.direct_socket import DirectSocket, kernel_connection_file, kernel_id_of
 from .jupyter.keeping import keeper_for
+from .core.process.forks import this_process_only
 from .core.process.keeper import KeeperError
 from .protocol.address import socket_names
 from .core.manager import UnifiedExecSessionManager
@@ -56,15 +57,13 @@ def load_ipython_extension(ipython) -> None:
     rewrite.install(ipython)
     ipython.events.register("pre_run_cell", patches.reset_last_traceback)
     end = functools.partial(end_sessions, manager, bridge)
-    atexit.register(end)
+    at_exit = this_process_only(end)  # a forked child's exit (a cell's os.fork) ends none of them
+    atexit.register(at_exit)
     if kernel is not None:
-        from .kernel import UnifiedExecKernel
-
         # The engine's thread publishes beside the kernel's own threads.
         patches.atomic_message_ids(kernel.session)
         ipython._uexec_unpatch_display = patches.flush_only_pending_streams(ipython.display_pub)
-        if not isinstance(kernel, UnifiedExecKernel):  # ours ends sessions in its own do_shutdown
-            patches.end_sessions_on_shutdown(kernel, lambda restart: end(restart=restart))
+        patches.end_sessions_on_shutdown(kernel, lambda restart: end(restart=restart))
         import comm
 
         comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
@@ -72,7 +71,7 @@ def load_ipython_extension(ipython) -> None:
     close_sessions_on_sigterm(ipython, manager, also=functools.partial(_before_sigterm, direct, manager.journals))
     current.set_manager(ipython, manager, magics, bridge)
     current.set_kernel_id(ipython, kernel_id)
-    ipython._uexec_end = end  # what unload takes off atexit
+    ipython._uexec_end = at_exit  # what unload takes off atexit
     if keeper is not None and os.path.exists(keeper.socket_path):
         _take_back(manager, bridge)
 
@@ -107,6 +106,8 @@ def unload_ipython_extension(ipython) -> None:
     _unregister_magics(ipython, current.magics_of(ipython))  # else %%uexec would restart the engine
     ipython.events.unregister("pre_run_cell", patches.reset_last_traceback)
     getattr(ipython, "_uexec_unpatch_display", lambda: None)()
+    if getattr(ipython, "kernel", None) is not None:
+        patches.end_sessions_on_shutdown(ipython.kernel, None)
     atexit.unregister(getattr(ipython, "_uexec_end", None))
     restore_sigterm(ipython)
     current.set_manager(ipython, None)

@@ -8,11 +8,12 @@ import gc
 from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
-from .extension import end_sessions
-from .jupyter import current
 
 
 class UnifiedExecKernel(IPythonKernel):
+    """The kernel composes the extension and knows nothing of its sessions: loading it hooks the
+    kernel's shutdown (ipykernel 7 runs `do_shutdown` on its control thread), as in any kernel."""
+
     implementation = "unified_exec_kernel"
     implementation_version = __version__
     banner = "Python (uexec): %%uexec starts and drives long-lived terminal sessions"
@@ -21,14 +22,6 @@ class UnifiedExecKernel(IPythonKernel):
         atexit.register(_collect_then_freeze)  # before the shell's: runs after IPython's own exit work
         super().__init__(**kwargs)
         self.shell.extension_manager.load_extension("unified_exec_kernel")
-
-    def do_shutdown(self, restart):
-        # ipykernel 7 calls this on its control thread: end the sessions by
-        # signalling their processes, then the engine's thread.
-        manager = current.manager_of(self.shell)
-        if manager is not None:
-            end_sessions(manager, current.bridge_of(self.shell), restart=restart)
-        return super().do_shutdown(restart)
 
 
 def _collect_then_freeze() -> None:

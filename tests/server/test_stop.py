@@ -106,3 +106,33 @@ async def test_sigint_without_a_terminal_ends_every_session_process(tmp_path, en
             except psutil.Error:
                 pass
         kill_processes(survivors)
+
+
+FORKED = """
+import os, signal
+from unified_exec_kernel.server import stop
+
+class App:
+    stopped = []
+    class log:
+        info = critical = staticmethod(lambda *args: None)
+    def stop(self, from_signal):
+        App.stopped.append(os.getpid())
+
+stop._load_jupyter_server_extension(App())
+child = os.fork()
+if child == 0:
+    try:
+        signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        os._exit(3 if App.stopped else 0)
+    os._exit(4)
+print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+signal.raise_signal(signal.SIGINT)
+print(App.stopped == [os.getpid()])
+"""
+
+
+def test_sigint_in_a_forked_child_of_the_server_stops_only_the_child():
+    done = subprocess.run([sys.executable, "-c", FORKED], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (done.returncode, done.stdout) == (0, "0\nTrue\n"), done.stderr

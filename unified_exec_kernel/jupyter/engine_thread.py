@@ -22,6 +22,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from ..core.process.forks import drop_in_child
+
 log = logging.getLogger(__name__)
 
 THREAD_NAME = "uexec-engine"
@@ -47,6 +49,15 @@ class EngineThread:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._services: list[Service] = []
+        self._forked = False
+        drop_in_child(self)
+
+    def forked_child(self) -> None:
+        """A forked child has no engine thread, and its sessions are the parent's: none starts here
+        (a script's child gets an engine of its own, notebook/sessions.py). The lock may have been held."""
+        self._lock = threading.Lock()
+        self._thread = self._loop = None
+        self._forked = True
 
     def add_service(self, service: Service) -> None:
         """Run `service` with the loop from now on (started now if the loop already runs)."""
@@ -67,6 +78,8 @@ class EngineThread:
     def loop(self) -> asyncio.AbstractEventLoop:
         """The engine's loop, the thread started if need be (it runs by the time this returns)."""
         with self._lock:
+            if self._forked:
+                raise RuntimeError("the sessions are the parent process's: a forked child cannot use its engine")
             if self._loop is None or not self.running:
                 self._start()
             return self._loop

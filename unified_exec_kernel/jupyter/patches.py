@@ -1,7 +1,7 @@
 """What must reach into ipykernel's and IPython's internals, in one place, with the version each is for.
 
 `UnifiedExecKernel` (kernel.py) overrides what a subclass can; these are for
-what it cannot, and for `%load_ext unified_exec_kernel` in a plain kernel.
+what it cannot, and for `%load_ext unified_exec_kernel` in any kernel.
 """
 
 from __future__ import annotations
@@ -14,19 +14,27 @@ import sys
 from collections.abc import Callable
 
 
-def end_sessions_on_shutdown(kernel, terminate: Callable[[bool], None]) -> None:
-    """A plain ipykernel (not ours): run `terminate(restart)` before its `do_shutdown`.
+def end_sessions_on_shutdown(kernel, terminate: Callable[[bool], None] | None) -> None:
+    """Run `terminate(restart)` before the kernel's `do_shutdown` (None: nothing any more, unloaded).
 
-    ipykernel 6 and 7: `do_shutdown` is the one hook of shutdown and restart;
-    7 runs it on the control thread, so `terminate` must be thread-safe.
+    Any kernel, ours too (kernel.py composes the extension and knows nothing of
+    its sessions). ipykernel 6 and 7: `do_shutdown` is the one hook of shutdown
+    and restart; 7 runs it on the control thread, so `terminate` must be
+    thread-safe. Patched once per kernel: a reload replaces `terminate`.
     """
+    kernel._uexec_terminate = terminate
+    if getattr(kernel, "_uexec_shutdown_patched", False):
+        return
     original = kernel.do_shutdown
 
     def do_shutdown(restart):
-        terminate(restart)
+        terminate_now = kernel._uexec_terminate
+        if terminate_now is not None:
+            terminate_now(restart)
         return original(restart)
 
     kernel.do_shutdown = do_shutdown
+    kernel._uexec_shutdown_patched = True
 
 
 def flush_only_pending_streams(display_pub) -> Callable[[], None]:

@@ -40,8 +40,13 @@ def close_sessions_on_sigterm(ipython, manager, also: Callable[[], None] | None 
     if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
         return  # somebody chose what SIGTERM does here: theirs wins
 
+    owner = os.getpid()
+
     def on_sigterm(_signum, _frame) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the kernel at once
+        if os.getpid() != owner:  # a forked child (multiprocessing's terminate()): it ends as by default, alone
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         try:
             if also is not None:
                 also()

@@ -48,6 +48,7 @@ from ..core.journal.paging import PageRequest, parse_range
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import SessionInfo, UnifiedExecResult, exit_state
+from ..core.process.forks import this_process_only
 from ..jupyter.bridge import Bridge
 from ..protocol.notices import noticeboard
 from .blocking import run_blocking
@@ -179,9 +180,18 @@ def _own_engine() -> _Engine:
                 journals = None  # no runtime dir to write to: sessions without journals
             manager = UnifiedExecSessionManager(**settings.manager_options(), journals=journals)
             bridge = Bridge()
-            atexit.register(_end_own, manager, bridge)
+            atexit.register(this_process_only(_end_own), manager, bridge)  # a forked child's exit ends none of them
             _own = _Engine(manager, bridge)
         return _own
+
+
+def _forget_own_engine() -> None:
+    """A forked child has no engine thread: its first call starts an engine of its own."""
+    global _own, _own_lock
+    _own, _own_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_own_engine)
 
 
 def _end_own(manager: UnifiedExecSessionManager, bridge: Bridge) -> None:

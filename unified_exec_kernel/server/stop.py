@@ -19,13 +19,21 @@ second SIGINT during that stop ends the server at once, as before.
 
 from __future__ import annotations
 
+import os
 import signal
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return  # a terminal's prompt, JupyterHub's stop, or someone else's choice: keep it
-    signal.signal(signal.SIGINT, lambda signum, frame: _stop(serverapp, signum))
+    server = os.getpid()
+
+    def on_sigint(signum, frame) -> None:
+        if os.getpid() != server:  # a forked child of the server (multiprocessing): Python's default, as without us
+            signal.default_int_handler(signum, frame)
+        _stop(serverapp, signum)
+
+    signal.signal(signal.SIGINT, on_sigint)
     serverapp.log.info("unified_exec_kernel: SIGINT stops the server after shutting its kernels down")
 
 

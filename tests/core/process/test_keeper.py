@@ -230,3 +230,45 @@ async def test_a_kept_program_holds_none_of_the_keepers_descriptors(place):
         assert sorted(fd for fd in os.listdir(f"/proc/{program.pid}/fd")) == ["0", "1", "2"]
     finally:
         await manager.close_all()
+
+
+# A SOCK_SEQPACKET record must fit the socket's send buffer (212,992 bytes here): these failed with
+# "the keeper of kept sessions did not answer ([Errno 90] Message too long)" while unkept ones started.
+LONG_SCRIPT = ": '" + "x" * 110_000 + "'\necho script-ran-$((6*7)); read line; echo got-$line\n"
+PRINT_ARGS = 'echo "args=$# last=${@: -1}"'
+
+
+async def test_a_kept_session_starts_a_110_kb_script_and_is_taken_back_with_it(place):
+    first = place.kernel()
+    started = await first.start(["bash", "-c", LONG_SCRIPT], keep=True, name="long", until="^script-ran-", timeout_ms=10_000)
+    assert "script-ran-42" in started.output
+    await let_go(first)
+    second = place.kernel()
+    try:
+        assert await second.take_back() == [0]  # the command comes back with it, in parts
+        [info] = second.list_sessions()
+        assert (info.command, info.kept) == (["bash", "-c", LONG_SCRIPT], True)
+        assert "got-typed" in (await second.write("long", "typed\n", until="^got-", timeout_ms=10_000)).output
+    finally:
+        await second.close_all()
+
+
+@pytest.mark.parametrize("pieces", [8, 20], ids=["1MB-argv", "past-ARG_MAX"])
+async def test_a_kept_session_takes_the_argv_an_unkept_one_takes(place, pieces):
+    argv = ["bash", "-c", PRINT_ARGS, "_", *["a" * 120_000] * pieces, "end"]  # each below exec's 128 KiB per string
+    manager = place.kernel()
+    try:
+        outcomes = []
+        for keep in (False, True):
+            try:
+                result = await manager.start(argv, keep=keep, timeout_ms=10_000)
+                outcomes.append((result.exit_code, result.output.strip()))
+            except CreateSessionError as error:
+                outcomes.append(("failed", str(error)))
+        assert outcomes[0] == outcomes[1]
+        if pieces == 8:
+            assert outcomes[0] == (0, f"args={pieces + 1} last=end")
+        else:
+            assert outcomes[0][0] == "failed" and "too long" in outcomes[0][1], outcomes
+    finally:
+        await manager.close_all()

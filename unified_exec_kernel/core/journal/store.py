@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import UnifiedExecError
+from ..process.forks import close_fd, drop_in_child
 from ..session import PtySession
 from . import format as cast
 from .lifetime import JournalDirError, remove_kernel_journals, sweep_dead_kernels
@@ -107,6 +108,14 @@ class JournalStore:
         self._gone: dict[int | str, str] = {}  # dropped journals: why, by id and name
         self._loop: asyncio.AbstractEventLoop | None = None  # where sessions are recorded
         self.closed = False
+        drop_in_child(self)
+
+    def forked_child(self) -> None:
+        """A forked child holds neither the directory's owner lock (a sweep must see the owner's end)
+        nor the journals: its exit removes and closes nothing (the writer's thread is the parent's)."""
+        close_fd(self._owner_fd)
+        self._owner_fd = None
+        self.keep = self.closed = True
 
     # -- recording (the engine's loop) -------------------------------------------
 

@@ -64,6 +64,7 @@ import os
 import signal
 import sys
 
+from .forks import close_fd, drop_in_child
 from .guardian_process import BOOTSTRAP, KILL_GRACE_S, ROOT
 from .procs import is_stopped
 
@@ -110,6 +111,18 @@ class Guardian:
         self._on_new_pipe = None
         self._on_news = None
         self._stall_check: asyncio.TimerHandle | None = None
+        drop_in_child(self)
+
+    def forked_child(self) -> None:
+        """A forked child neither holds the pipe (the guardian would not see its parent's EOF) nor knows the guardian."""
+        close_fd(self._pipe)
+        close_fd(self._exit_fd)
+        self._pipe = self._exit_fd = self._pid = None
+        self._start_handle = self._stall_check = None
+        self._watched.clear()
+        self._pending.clear()
+        self._writing = self._shared = False
+        self._given_up = True  # the parent's loop and guardian are not the child's: it starts none from here
 
     def share(self) -> int | None:
         """A copy of the pipe's write end for the keeper (the caller closes it), starting the guardian now if need be."""

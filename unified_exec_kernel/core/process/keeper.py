@@ -60,7 +60,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..journal.lifetime import open_own_dir
-from .keeper_process import BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MANIFEST_SUFFIX, MAX_MESSAGE_BYTES
+from .forks import close_fd, drop_in_child
+from .keeper_process import (BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MANIFEST_SUFFIX, MAX_MESSAGE_BYTES,
+                             receive_message, records)
 from .guardian_process import ROOT
 from .procs import is_stopped
 
@@ -132,6 +134,22 @@ class Keeper:
         # Answers awaited, by what they answer: ("welcome", None), ("spawned", id) (also takes "failed").
         self._waiting: dict[tuple, asyncio.Future] = {}
         self._handed_back: list[KeptSession] | None = None  # sessions arriving during a take-back
+        self._partial = bytearray()  # the parts of a message from the keeper read so far
+        drop_in_child(self)
+
+    def forked_child(self) -> None:
+        """A forked child lets go of the connection without a word: the keeper must see the kernel's EOF
+        when the kernel goes, and hears nothing from the child (its loop's epoll is the parent's: no loop call)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        close_fd(self._keeper_fd)
+        self._keeper_fd = self._keeper_pid = None
+        self._ping = self._pong_due = self._starting = None
+        self._welcomed = False
+        self._news.clear()
+        self._partial.clear()
+        self._waiting = {}
 
     @property
     def connected(self) -> bool:
@@ -320,7 +338,7 @@ class Keeper:
         `own_pid_in`: environment variables that must hold the spawner's pid (the keeper's, then)."""
         message = {"op": "spawn", "id": session_id, "argv": list(argv), "env": dict(env), "cwd": cwd,
                    "rows": rows, "cols": cols, "handoff": handoff, "meta": meta, "own_pid_in": list(own_pid_in)}
-        if len(json.dumps(message)) > MAX_MESSAGE_BYTES:
+        if len(json.dumps(message)) > MAX_MESSAGE_BYTES:  # far above what exec takes: exec's own E2BIG comes first
             raise OSError(f"the command and its environment are too large for a kept session (at most {MAX_MESSAGE_BYTES:,} bytes)")
         for attempt in (1, 2):
             await self._connected()
@@ -336,7 +354,7 @@ class Keeper:
                     raise
                 self._lost(f"did not answer in {TIMEOUT_S:g} s and was ended")
         if reply.get("op") == "failed":
-            raise OSError(reply.get("errno", 0), reply.get("error", "the keeper could not start it"))
+            raise OSError(reply.get("errno", 0), reply.get("error", "the keeper could not start it"), reply.get("filename"))
         return KeptSpawn(reply["pid"], *reply["fds"])
 
     async def _connected(self) -> None:
@@ -392,6 +410,7 @@ class Keeper:
             self._ping = None
         self._pong_due = None
         self._news.clear()
+        self._partial.clear()
         if self._keeper_fd is not None:
             os.close(self._keeper_fd)
             self._keeper_fd = self._keeper_pid = None
@@ -455,11 +474,16 @@ class Keeper:
         if self._sock is None:
             raise KeeperError("the keeper of kept sessions went away")
         try:
-            await asyncio.wait_for(self._loop.sock_sendall(self._sock, json.dumps(message).encode()), TIMEOUT_S)
+            await asyncio.wait_for(self._send_records(json.dumps(message).encode()), TIMEOUT_S)
         except asyncio.TimeoutError:
             raise KeeperTimeout(f"the keeper of kept sessions did not read in {TIMEOUT_S:g} s") from None
         except OSError as error:
             raise KeeperError(f"the keeper of kept sessions did not answer ({error})") from error
+
+    async def _send_records(self, data: bytes) -> None:
+        # A record must fit the socket's send buffer: a large spawn (a long script, a big argv) goes in parts.
+        for record in records(data):
+            await self._loop.sock_sendall(self._sock, record)
 
     def _post(self, message: dict) -> None:
         if self._sock is None:
@@ -490,9 +514,9 @@ class Keeper:
     def _on_readable(self) -> None:
         while self._sock is not None:
             try:
-                message, fds = _receive(self._sock, nonblocking=True)
+                message, fds = receive_message(self._sock, nonblocking=True, partial=self._partial)
             except BlockingIOError:
-                return
+                return  # the rest of a message in parts comes with a later read
             except (OSError, ValueError):
                 message, fds = None, []
             if message is None:
@@ -548,14 +572,6 @@ class Keeper:
                 _unlink(leftover)
         if self._on_lost is not None:
             self._on_lost(why)
-
-
-def _receive(sock: socket.socket, *, nonblocking: bool = False) -> tuple[dict | None, list[int]]:
-    flags = socket.MSG_DONTWAIT if nonblocking else 0
-    data, fds, _flags, _address = socket.recv_fds(sock, MAX_MESSAGE_BYTES, 8, flags)
-    if not data:
-        return None, fds
-    return json.loads(data), fds
 
 
 def _nonblocking(fds: list[int]) -> tuple[int, int]:

@@ -49,7 +49,11 @@ the keeper ends those sessions and removes those journals as the guardian
 would have. Kept sessions go on as always.
 
 The control channel is a SOCK_SEQPACKET Unix socket: one JSON object per
-message, file descriptors attached to the message they belong to. Kernel
+message, file descriptors attached to the message they belong to. A record
+must fit the socket's send buffer (net.core.wmem_default, 212,992 bytes
+here; EMSGSIZE past it), far less than a command exec takes (a 110 KB
+`bash -c` script, a 1 MB argv), so a message longer than `PART_BYTES` goes
+as several records, each but the last marked (`records`, `receive_message`). Kernel
 to keeper: `hello` (first, with the token the first kernel set, and its
 guardian's pipe if it has one), `guardian` (a new guardian's pipe), `spawn`,
 `ack`, `forget`, `ping`, `news`, `end`. Keeper to kernel: `welcome` (with its pid;
@@ -81,7 +85,14 @@ it, reading waits for an ack and the program with it. A restart takes seconds: a
 READ_BYTES = 64 * 1024
 HELLO_S = 2.0
 """How long a new connection may take to say hello (a kernel does at once); meanwhile everything else is served."""
-MAX_MESSAGE_BYTES = 1 << 20
+PART_BYTES = 32 * 1024
+"""The most one record of a message carries (well within any send buffer); a longer message goes in parts."""
+MAX_MESSAGE_BYTES = 64 << 20
+"""The most one message may carry in all: above what exec takes (ARG_MAX, 2 MiB here), JSON-escaped."""
+RECORD_BYTES = 1 << 20
+"""The longest record read: any one a socket carries (its send buffer's cap, net.core.wmem_max, is below),
+so a message sent whole (a ping, an ack, news) is read whole whatever its size."""
+_MORE = b"\x00"  # marks a record that more of the same message follows (JSON never starts with it)
 BOOTSTRAP = """\
 # uexec keeper: holds a kernel's kept sessions across restarts (unified_exec_kernel/core/process/keeper_process.py)
 import sys, types
@@ -145,6 +156,7 @@ class Keeper:
         # Messages for the kernel not sent yet (its socket was full), with the fds they carry and
         # those to close once sent: never dropped, so no answer or exit is lost.
         self.outbox: collections.deque[tuple[bytes, list[int], list[int]]] = collections.deque()
+        self.partial = bytearray()  # the parts of a message from the kernel read so far
 
     # -- the loop ----------------------------------------------------------------
 
@@ -231,7 +243,7 @@ class Keeper:
     def _greet(self, connection: socket.socket) -> None:
         """A waiting connection spoke: its hello, or it is refused."""
         try:
-            hello, fds = _receive(connection, nonblocking=True)
+            hello, fds = receive_message(connection, nonblocking=True)
         except BlockingIOError:
             return  # nothing yet after all: it waits on
         except (OSError, ValueError):
@@ -267,7 +279,7 @@ class Keeper:
         connection.settimeout(2.0)
         if first_kernel:
             try:
-                hello, fds = _receive(connection)
+                hello, fds = receive_message(connection)
             except (OSError, ValueError):
                 hello = None
             if hello is None or hello.get("op") != "hello" or not isinstance(hello.get("token"), str):
@@ -282,6 +294,7 @@ class Keeper:
         # event of a kernel that went may name this one's descriptor).
         connection.setblocking(False)
         self.kernel, self.kernel_pid, self.lost_at = connection, int(hello.get("pid") or 0), None
+        self.partial.clear()
         self._forget_unkept()
         self.unkept = guardian_process.Ledger(self.kernel_pid, self.pidfds)
         sessions = list(self.sessions.values())
@@ -300,7 +313,9 @@ class Keeper:
 
     def _tell(self, message: dict, fds: list[int] = (), *, close: list[int] = ()) -> None:
         """Send the kernel a message, in order after any still waiting; never blocks, never drops."""
-        self.outbox.append((json.dumps(message).encode(), list(fds), list(close)))
+        *parts, last = records(json.dumps(message).encode())
+        self.outbox.extend((part, [], []) for part in parts)
+        self.outbox.append((last, list(fds), list(close)))  # the fds go with the message's last record
         self._flush()
 
     def _flush(self) -> None:
@@ -336,9 +351,9 @@ class Keeper:
         """Everything the kernel sent so far (and its end, if it went)."""
         while self.kernel is not None and not self.ending:
             try:
-                message, fds = _receive(self.kernel, nonblocking=True)
+                message, fds = receive_message(self.kernel, nonblocking=True, partial=self.partial)
             except BlockingIOError:
-                return
+                return  # the rest of a message in parts comes with a later read
             except (OSError, ValueError):
                 message, fds = None, []
             if message is None:
@@ -425,7 +440,8 @@ class Keeper:
             finally:
                 os.chdir("/")
         except OSError as error:
-            self._tell({"op": "failed", "id": meta["id"], "errno": error.errno or errno.EIO, "error": error.strerror or str(error)})
+            self._tell({"op": "failed", "id": meta["id"], "errno": error.errno or errno.EIO, "error": error.strerror or str(error),
+                        "filename": error.filename if isinstance(error.filename, str) else None})  # as an unkept spawn's error reads
             return
         kept = self.sessions[meta["id"]] = Kept(meta, spawned.pid, spawned.master_fd)
         self._tell_guardian(b"*%d\n" % kept.pid)
@@ -598,12 +614,38 @@ def _send(connection: socket.socket | None, message: dict, fds: list[int] = ()) 
         pass  # a kernel that went away: its loss is noticed on the next read
 
 
-def _receive(connection: socket.socket, *, nonblocking: bool = False) -> tuple[dict | None, list[int]]:
-    """One message and its fds; (None, []) at the end of the connection."""
+def records(data: bytes) -> list[bytes]:
+    """A message as the records that carry it: one if it fits `PART_BYTES`, else parts, each but the last marked."""
+    if len(data) <= PART_BYTES:
+        return [data]
+    parts = [data[start : start + PART_BYTES] for start in range(0, len(data), PART_BYTES)]
+    return [_MORE + part for part in parts[:-1]] + [parts[-1]]
+
+
+def receive_message(connection: socket.socket, *, nonblocking: bool = False, partial: bytearray | None = None) -> tuple[dict | None, list[int]]:
+    """One message and its fds; (None, []) at the end of the connection.
+
+    `partial`: the caller's buffer of a message in parts, kept across reads that find the rest
+    not there yet (BlockingIOError); without it, a message's parts are read in one call."""
     flags = socket.MSG_DONTWAIT if nonblocking else 0
-    data, fds, _flags, _address = socket.recv_fds(connection, MAX_MESSAGE_BYTES, 8, flags)
-    if not data:
-        return None, fds
+    partial = bytearray() if partial is None else partial
+    while True:
+        data, fds, got, _address = socket.recv_fds(connection, RECORD_BYTES, 8, flags)
+        if not data:
+            return None, fds
+        if got & socket.MSG_TRUNC:
+            _close_all(fds)
+            raise ValueError(f"a record longer than {RECORD_BYTES:,} bytes")
+        if data[:1] != _MORE:
+            break
+        _close_all(fds)
+        partial += memoryview(data)[len(_MORE):]
+        if len(partial) > MAX_MESSAGE_BYTES:
+            raise ValueError(f"a message longer than {MAX_MESSAGE_BYTES:,} bytes")
+    if partial:
+        partial += data
+        data = bytes(partial)
+        partial.clear()
     message = json.loads(data)
     if not isinstance(message, dict):
         raise ValueError("a message must be an object")

@@ -376,6 +376,44 @@ async def test_a_nul_byte_anywhere_in_a_command_is_a_create_session_error_and_st
     assert manager.list_sessions() == []
 
 
+async def test_a_working_directory_may_be_any_path_like(manager, tmp_path):
+    started = await manager.start(["pwd"], cwd=tmp_path, timeout_ms=10_000)
+    assert started.output == f"{tmp_path}\r\n"
+    started = await manager.start(["pwd"], cwd=os.fsencode(tmp_path), timeout_ms=10_000)
+    assert started.output == f"{tmp_path}\r\n"
+
+
+async def test_an_environment_value_may_be_a_path_and_is_else_a_string(manager, tmp_path):
+    started = await manager.start(["printenv", "WHERE"], env={"WHERE": tmp_path}, timeout_ms=10_000)
+    assert started.output == f"{tmp_path}\r\n"
+    for options, reason in (
+        ({"env": {"RETRIES": 3}}, "environment variable 'RETRIES' must be a str (or os.PathLike), not int"),
+        ({"env": {"OK": "1", "FLAG": None}}, "environment variable 'FLAG' must be a str (or os.PathLike), not NoneType"),
+        ({"env": {3: "x"}}, "an environment variable's name must be a str, not int"),
+        ({"env": [("A", "b")]}, "env must be a mapping of names to strings, not list"),
+        ({"cwd": 3}, "the working directory must be a path (str or os.PathLike), not int"),
+    ):
+        with pytest.raises(CreateSessionError) as refused:
+            manager.spawn(["sleep", "100"], **options)
+        assert str(refused.value) == f"Failed to create session: sleep: {reason}"
+    assert manager.list_sessions() == []  # the printenv exited; the refused started nothing
+
+
+async def test_a_bool_is_no_session_id(manager):
+    """Python counts True as 1: `session(True)` was session 1."""
+    manager.spawn(["sleep", "100"])
+    second = manager.spawn(["sleep", "100"])
+    assert manager.session(second).session_id == 1
+    for key, shown in ((True, "True"), (False, "False"), (1.0, "a float"), (None, "a NoneType")):
+        with pytest.raises(TypeError, match=f"^a session is its id \\(an int\\) or its name \\(a str\\), not {shown}$"):
+            manager.session(key)
+        with pytest.raises(TypeError):
+            await manager.write(key, "x")
+        with pytest.raises(TypeError):
+            await manager.kill(key)
+    assert [info.alive for info in manager.list_sessions()] == [True, True]
+
+
 @pytest.mark.parametrize("name", ["-5", "5", "--all", "", " sh", "a b", "٣x", "a/b"])
 async def test_a_name_that_could_read_as_an_id_or_an_option_is_refused(manager, name):
     with pytest.raises(InvalidSessionNameError, match="starts with a letter") as refused:
@@ -473,3 +511,16 @@ async def test_a_closed_session_says_it_was_closed_and_one_that_ended_alone_does
     assert session.closed and closed.closed and closed.exit_code < 0  # its hangup, or the kill after the grace
     alone = await manager.start(["bash", "-c", "kill -HUP $$"], timeout_ms=10_000)
     assert (alone.exit_code, alone.closed) == (-1, False)
+
+
+@pytest.mark.parametrize("timeout_ms", [-1, float("nan")])
+async def test_a_negative_or_nan_timeout_is_refused_before_anything_starts(manager, timeout_ms):
+    with pytest.raises(ValueError, match="timeout must be 0 or more milliseconds"):
+        await manager.start(["sleep", "60"], timeout_ms=timeout_ms)
+    assert manager.list_sessions() == []
+
+
+async def test_an_infinite_timeout_is_clamped_with_the_warning(manager):
+    result = await manager.start(["true"], timeout_ms=float("inf"))
+    assert result.output.startswith("Warning: requested timeout infms exceeds maximum of 60000ms; clamping to 60000ms.\n")
+    assert result.exit_code == 0

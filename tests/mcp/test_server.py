@@ -61,6 +61,13 @@ async def test_tty_false_has_stdin_closed_but_ctrl_c_and_tty_true_takes_input():
         assert "42" in answer["output"] and answer["session"] == repl["session"]
 
 
+async def test_a_watch_pattern_python_cannot_compile_is_refused_in_one_line():
+    async with connected() as agent:
+        running = parse(await agent.text("exec_command", cmd="sleep 30", login=False, yield_time_ms=250))
+        refused, error = await agent.call("watch_output", session_id=int(running["session"]), pattern="(" * 600)
+        assert error and refused == "watch_output failed: pattern is not a valid regular expression: nested too deeply"
+
+
 async def test_yields_are_clamped_and_max_output_tokens_cuts():
     async with connected() as agent:
         short = parse(await agent.text("exec_command", cmd="sleep 5", yield_time_ms=0, login=False))

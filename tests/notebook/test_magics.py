@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import psutil
 import pytest
 
 from unified_exec_kernel.notebook.magics import UnifiedExecMagics, split_line_magic
@@ -141,6 +142,25 @@ def test_bad_input_is_one_clear_line_and_nothing_is_lost(kernel, code, message):
     assert message in execution.reply["evalue"]
     assert "\n" not in execution.reply["evalue"]
     assert "\nstill-alive\n" in kernel.run(f"%uexec -s {survivor} echo still-alive")
+
+
+@pytest.mark.parametrize("pattern, reason", [
+    ("(" * 600, "--until is not a valid regular expression: nested too deeply"),  # was a RecursionError, 14 KB of traceback
+    ("x" * 1001, "--until is too long: 1001 characters, at most 1000"),
+], ids=["nested-too-deeply", "too-long"])
+def test_an_until_python_cannot_compile_is_one_line_and_starts_nothing(kernel, pattern, reason):
+    for code in (f"%%uexec --until '{pattern}'\nsleep 4343\n", f"%uexec --until '{pattern}' sleep 4343"):
+        execution = kernel.execute(code)
+        assert execution.outputs == [("stream", f"UsageError: {reason}\n")]
+    sleeping = [child for child in psutil.Process(kernel.pid).children(recursive=True) if child.cmdline() == ["sleep", "4343"]]
+    assert sleeping == []
+
+
+def test_typing_into_a_session_on_pipes_is_refused_in_the_magics_terms(kernel):
+    kernel.run("from unified_exec_kernel import sessions\npiped = sessions.start('sleep 30', tty=False)")
+    execution = kernel.execute("%%uexec -s piped.id\ntyped\n".replace("piped.id", kernel.run("print(piped.id)").strip()))
+    kernel.run("piped.kill()")
+    assert execution.outputs == [("stream", "UsageError: stdin is closed for this session; it runs on pipes (started with tty=False); %%uexec starts one in a terminal\n")]
 
 
 def test_out_stores_the_result_in_the_namespace(kernel):

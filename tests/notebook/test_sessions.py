@@ -174,6 +174,11 @@ ERRORS = [
     ("sessions.start('bash', name='1abc')", "InvalidSessionNameError", "'1abc' cannot name a session"),
     ("sessions.run('echo x', cwd='/no/such/dir')", "CreateSessionError", "no such directory"),
     ("sessions.run('sleep 1', timeout=-1)", "ValueError", "timeout must be 0 or more seconds"),
+    ("sessions.run('sleep 1', timeout=float('nan'))", "ValueError", "timeout must be 0 or more seconds, not nan"),
+    ("sessions.run('true', env={'RETRIES': 3})", "CreateSessionError", "true: environment variable 'RETRIES' must be a str (or os.PathLike), not int"),
+    ("sessions.get(True)", "TypeError", "a session is its id (an int) or its name (a str), not True"),
+    ("sessions.start('sleep 100', until='(' * 600)", "ValueError", "until is not a valid regular expression: nested too deeply"),
+    ("sessions.start('sleep 100', until='x' * 1001)", "ValueError", "until is too long: 1001 characters, at most 1000"),
 ]
 
 
@@ -183,12 +188,58 @@ def test_errors_are_the_engines_one_line_each(kernel, code, ename, message):
     assert execution.reply["status"] == "error"
     assert execution.reply["ename"] == ename
     assert message in execution.reply["evalue"] and "\n" not in execution.reply["evalue"]
-    if ename != "ValueError":
+    if ename not in ("ValueError", "TypeError"):
         family = f"issubclass(getattr(errors, {ename!r}), errors.UnifiedExecError)"
         assert value(kernel, f"__import__('unified_exec_kernel.core.errors', fromlist=['_']).__dict__ and (lambda errors: {family})(__import__('unified_exec_kernel.core.errors', fromlist=['_']))") is True
     # the traceback is the cell's line and the call, not the engine's insides
     frames = [line for line in execution.error.splitlines() if re.search(r"(Cell In|File )", line)]
     assert len(frames) <= 2, execution.error
+
+
+def test_python_inputs_are_taken_as_python_gives_them(kernel, tmp_path):
+    kernel.run(f"import pathlib\nhere = pathlib.Path({str(tmp_path)!r})")
+    assert value(kernel, "sessions.run('pwd', cwd=here).output") == f"{tmp_path}\n"
+    assert value(kernel, "sessions.run(['printenv', 'WHERE'], env={'WHERE': here / 'x'}).output") == f"{tmp_path}/x\n"
+    kernel.run("typist = sessions.start(['sed', '-u', 's/^/got /'], cwd=here)")
+    typed = value(kernel, "typist.write(b'bytes as bytes \\xc3\\xa9\\n', until='^got ').output")
+    assert typed == "bytes as bytes é\ngot bytes as bytes é\n"  # the terminal's echo, then what the program read
+    kernel.run("typist.kill()")
+
+
+def test_an_endless_timeout_is_clamped_with_the_engines_warning(kernel):
+    for timeout in ("float('inf')", "1e308"):
+        output = value(kernel, f"sessions.run(['echo', 'done'], timeout={timeout}).output")
+        assert output == "Warning: requested timeout infms exceeds maximum of 60000ms; clamping to 60000ms.\ndone\n"
+
+
+def kernel_processes(kernel, argv: list[str]) -> list[int]:
+    """The kernel's descendants running `argv`."""
+    found = []
+    for child in psutil.Process(kernel.pid).children(recursive=True):
+        try:
+            if child.cmdline() == argv:
+                found.append(child.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("pattern", ["'('", "'(' * 600"], ids=["invalid", "nested-too-deeply"])
+def test_a_bad_until_starts_no_program(kernel, pattern):
+    listed = value(kernel, "[info.session_id for info in sessions.list()]")
+    execution = kernel.execute(f"sessions.start('sleep 4242', until={pattern})")
+    assert execution.reply["ename"] == "ValueError" and "\n" not in execution.reply["evalue"]
+    assert len([line for line in execution.error.splitlines() if re.search(r"(Cell In|File )", line)]) <= 2, execution.error
+    assert kernel_processes(kernel, ["sleep", "4242"]) == []
+    assert value(kernel, "[info.session_id for info in sessions.list()]") == listed
+
+
+def test_a_closed_stdin_is_told_in_python_terms(kernel):
+    kernel.run("piped = sessions.start('sleep 30', tty=False)")  # cat would read the closed stdin's end and exit
+    execution = kernel.execute("piped.write('typed\\n')")
+    kernel.run("piped.kill()")
+    assert execution.reply["ename"] == "StdinClosedError"
+    assert execution.reply["evalue"] == "stdin is closed for this session; start it with sessions.start(..., tty=True) to keep stdin open"
 
 
 def test_in_a_plain_ipython_kernel_after_load_ext():

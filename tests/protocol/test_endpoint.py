@@ -210,6 +210,16 @@ async def test_the_codex_profile_runs_exec_command_on_pipes_and_answers_in_codex
     assert (interrupted["session_id"], interrupted["exit_code"], interrupted["output"]) == (None, -2, "")
 
 
+async def test_an_until_python_cannot_compile_is_a_bad_request_and_starts_nothing(peer):
+    endpoint, sent = peer
+    endpoint.receive({"type": "exec", "request_id": "deep", "input_chunks": ["sleep", "100"], "until": "(" * 600})
+    endpoint.receive({"type": "exec", "request_id": "long", "input_chunks": ["sleep", "100"], "until": "x" * 1001})
+    deep, long = await answer(sent, "error", "deep"), await answer(sent, "error", "long")
+    assert (deep["error"], deep["message"]) == ("BadRequest", "until is not a valid regular expression: nested too deeply")
+    assert (long["error"], long["message"]) == ("BadRequest", "until is too long: 1001 characters, at most 1000")
+    assert endpoint.manager.list_sessions() == []
+
+
 async def test_the_codex_profile_refuses_bad_arguments_in_one_line(peer):
     endpoint, sent = peer
     endpoint.receive({"type": "exec", "request_id": 1, "profile": "codex", "cmd": "true", "yield_time_ms": -5})

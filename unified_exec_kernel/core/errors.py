@@ -69,11 +69,14 @@ class CreateSessionError(UnifiedExecError, OSError):
 class StdinClosedError(UnifiedExecError, OSError):
     """A write to a session started on pipes (`tty=False`): its stdin is closed.
 
-    Worded as Codex words it, since a model has learnt what to do next from it.
+    Worded as Codex words it, since a model has learnt what to do next from it;
+    a face that speaks to people in other terms gives its own `remedy`
+    (the Python API's `tty=True`).
     """
 
     name = "StdinClosed"
+    CODEX_REMEDY = "rerun exec_command with tty=true to keep stdin open"
 
-    def __init__(self, session_id: int):
-        super().__init__("stdin is closed for this session; rerun exec_command with tty=true to keep stdin open")
+    def __init__(self, session_id: int, remedy: str = CODEX_REMEDY):
+        super().__init__(f"stdin is closed for this session; {remedy}")
         self.session_id = session_id

@@ -18,6 +18,7 @@ import dataclasses
 import fnmatch
 import itertools
 import logging
+import operator
 import os
 import re
 import time
@@ -150,7 +151,7 @@ class UnifiedExecSessionManager:
         until: str | None = None,
         quiet_ms: int | None = None,
         name: str | None = None,
-        cwd: str | None = None,
+        cwd: str | os.PathLike | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
         keep: bool | None = None,
@@ -160,7 +161,8 @@ class UnifiedExecSessionManager:
 
         An integrated shell (see `spawn`) is waited on until its first prompt.
         """
-        compile_until(until)  # a bad pattern starts nothing
+        compile_until(until)  # a bad pattern or timeout starts nothing
+        self._clamp_timeout(timeout_ms, 0)
         session_id = await self.launch(argv, name=name, cwd=cwd, env=env, integration=integration, keep=keep)
         return await self.write(session_id, timeout_ms=timeout_ms, stop=stop, until=until, quiet_ms=quiet_ms, first_prompt=True, reader=reader)
 
@@ -215,7 +217,7 @@ class UnifiedExecSessionManager:
         argv: Sequence[str],
         *,
         name: str | None = None,
-        cwd: str | None = None,
+        cwd: str | os.PathLike | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
         tty: bool = True,
@@ -241,7 +243,7 @@ class UnifiedExecSessionManager:
         argv: Sequence[str],
         *,
         name: str | None = None,
-        cwd: str | None = None,
+        cwd: str | os.PathLike | None = None,
         env: Mapping[str, str] | None = None,
         integration: bool | None = None,
         keep: bool | None = None,
@@ -261,7 +263,7 @@ class UnifiedExecSessionManager:
             return self._open(plan, None)
         try:
             # Where an unkept session would start: this process's directory as it is now (%cd moves it).
-            spawned = await self.keeper.spawn(plan.session_id, plan.argv, plan.environment, cwd=cwd or os.getcwd(), rows=24, cols=80,
+            spawned = await self.keeper.spawn(plan.session_id, plan.argv, plan.environment, cwd=plan.cwd or os.getcwd(), rows=24, cols=80,
                                               handoff=None if plan.nonce is None else f"{plan.nonce}\n",
                                               meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": time.time()},
                                               own_pid_in=[PARENT_PID_VARIABLE] if PARENT_PID_VARIABLE in plan.environment else [])
@@ -284,11 +286,12 @@ class UnifiedExecSessionManager:
         if not argv or not argv[0]:
             raise MissingCommandLineError()
         self._check_name(argv, name)
+        cwd, env = _as_path(argv, cwd), _as_environment(argv, env)
         _check_no_nul(argv, cwd, env)
         if cwd is not None and not os.path.isdir(cwd):
             raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {cwd}"))
         self._make_room()
-        environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **(env or {})}
+        environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **env}
         nonce = None
         if tty and (self.shell_integration if integration is None else integration):
             nonce = new_nonce()
@@ -432,6 +435,8 @@ class UnifiedExecSessionManager:
         maximum = self.max_timeout_ms if maximum is None else maximum
         if requested is None:
             return default, ""
+        if not requested >= 0:  # NaN too
+            raise ValueError(f"timeout must be 0 or more milliseconds, not {requested!r}")
         if requested > maximum:
             return maximum, (
                 f"Warning: requested timeout {requested}ms exceeds maximum of "
@@ -453,6 +458,7 @@ class UnifiedExecSessionManager:
 
     def _get_managed(self, key: int | str) -> _Managed:
         """The session with this id, or this name."""
+        key = _session_key(key)
         session_id = self._names.get(key) if isinstance(key, str) else key
         managed = self._sessions.get(session_id)
         if managed is None:
@@ -596,6 +602,49 @@ class UnifiedExecSessionManager:
                 listener()
             except Exception:
                 log.exception("uexec: a session listener failed")
+
+
+def _session_key(key) -> int | str:
+    """An id (any integer type: numpy's too) or a name; never a bool, which Python would take as 0 or 1."""
+    if isinstance(key, str):
+        return key
+    try:
+        if not isinstance(key, bool):
+            return operator.index(key)
+    except TypeError:
+        pass
+    shown = repr(key) if isinstance(key, bool) else f"a {type(key).__name__}"
+    raise TypeError(f"a session is its id (an int) or its name (a str), not {shown}")
+
+
+def _as_path(argv: list[str], cwd) -> str | None:
+    """A working directory as Python code gives one (`str`, `pathlib.Path`, any `os.PathLike`, bytes) as the str exec takes."""
+    if cwd is None:
+        return None
+    try:
+        return os.fsdecode(cwd)
+    except TypeError:
+        raise CreateSessionError(argv, TypeError(f"the working directory must be a path (str or os.PathLike), not {type(cwd).__name__}")) from None
+
+
+def _as_environment(argv: list[str], env) -> dict[str, str]:
+    """A session's own variables as `str`s; a value of another type (`{"RETRIES": 3}`) is refused, naming its variable.
+
+    A path (`os.PathLike`) is taken as its text, as `subprocess` takes it; a number is not
+    guessed at (`3` or `3.0`?), as `os.environ` refuses it too.
+    """
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        raise CreateSessionError(argv, TypeError(f"env must be a mapping of names to strings, not {type(env).__name__}"))
+    environment = {}
+    for key, value in env.items():
+        if not isinstance(key, str):
+            raise CreateSessionError(argv, TypeError(f"an environment variable's name must be a str, not {type(key).__name__}"))
+        if not isinstance(value, (str, os.PathLike)):
+            raise CreateSessionError(argv, TypeError(f"environment variable {key!r} must be a str (or os.PathLike), not {type(value).__name__}"))
+        environment[key] = os.fsdecode(value)
+    return environment
 
 
 def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | None) -> None:

@@ -23,6 +23,7 @@ import os
 import re
 import time
 
+from ..core.completion.collect import compile_until
 from ..core.process.stats import session_stats
 from ..core.journal.paging import parse_range
 from ..core.models import command_line
@@ -261,7 +262,7 @@ class AttachedEngine:
         pattern = arguments.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ValueError("pattern must be a non-empty string (a regular expression)")
-        re.compile(pattern)
+        compile_until(pattern, "pattern")  # refused here, in one line, before the kernel is asked
         session_id = _key(arguments.get("session_id"))
         listed = {entry["session_id"]: entry for entry in (await self.request({"type": "list"}))["sessions"]}
         if isinstance(session_id, int) and session_id not in listed:
@@ -276,7 +277,7 @@ class AttachedEngine:
 
     async def _watching(self, session_id, pattern: str | None) -> None:
         """The kernel's `watch`, re-armed after each match: matched lines, then the exit."""
-        compiled = None if pattern is None else re.compile(pattern)
+        compiled = compile_until(pattern)
         gone = False
         while True:
             message = {"type": "watch", "session_id": session_id, "timeout_ms": WATCH_MS, "format": "text"}

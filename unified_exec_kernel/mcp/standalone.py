@@ -100,7 +100,7 @@ class StandaloneEngine:
         pattern = arguments.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ValueError("pattern must be a non-empty string (a regular expression)")
-        compiled = compile_until(pattern)
+        compiled = compile_until(pattern, "pattern")
         session = self.manager.session(_key(arguments.get("session_id")))
         if not session.alive:
             raise ValueError(f"session {session.session_id} has exited; nothing more will match")

@@ -18,7 +18,7 @@ from IPython.display import display
 
 from .cell_output import CellOutput, captured_output, interrupted_line, status_line
 from ..core.agent_format import format_for_agent
-from ..core.errors import UnifiedExecError
+from ..core.errors import StdinClosedError, UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import UnifiedExecResult
 from ..jupyter.bridge import Bridge
@@ -126,6 +126,8 @@ class _one_line_errors:
         return self
 
     def __exit__(self, kind, error, _traceback):
+        if isinstance(error, StdinClosedError):  # the engine words it for Codex's models (`exec_command`)
+            raise UsageError(str(StdinClosedError(error.session_id, "it runs on pipes (started with tty=False); %%uexec starts one in a terminal"))) from None
         if isinstance(error, UnifiedExecError):
             raise UsageError(str(error)) from None
         return False

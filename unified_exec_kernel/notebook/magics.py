@@ -125,11 +125,9 @@ class UnifiedExecMagics(Magics):
         if args.quiet is not None and args.quiet < 0:
             raise UsageError(f"--quiet must be 0 or more milliseconds, not {args.quiet}")
         try:
-            compile_until(args.until)  # every option is checked before anything starts
+            compile_until(args.until, "--until")  # every option is checked before anything starts
         except ValueError as error:
-            # the engine names its field (`until`); here it is an option
-            message = str(error)
-            raise UsageError("--" + message if message.startswith("until ") else message) from None
+            raise UsageError(str(error)) from None
         shown = {"raw": args.raw, "agent_format": args.format == "agent", "live": args.live}
         waits = {"timeout_ms": args.timeout, "until": args.until, "quiet_ms": args.quiet}
         if args.session is not None:

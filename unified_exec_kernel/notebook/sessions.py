@@ -35,6 +35,8 @@ import builtins
 import dataclasses
 import functools
 import itertools
+import math
+import numbers
 import os
 import shlex
 import threading
@@ -43,7 +45,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import UnifiedExecError, UnknownSessionIdError
+from ..core.completion.collect import compile_until
+from ..core.errors import StdinClosedError, UnifiedExecError, UnknownSessionIdError
 from ..core.journal.paging import PageRequest, parse_range
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
@@ -75,8 +78,8 @@ class Turn:
     until: str | None = None
     quiet_ms: int | None = None
     name: str | None = None
-    cwd: str | None = None
-    env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike | None = None
+    env: Mapping[str, str | os.PathLike] | None = None
     integration: bool | None = None
     keep: bool | None = None
     tty: bool = True
@@ -94,8 +97,10 @@ async def open_turn(manager: UnifiedExecSessionManager, turn: Turn, watch=None) 
     """On the engine's loop: start the session or find it; `watch(session)` sees it from its first byte.
 
     In one step once it is open: the engine reads a new session at once, so a
-    watcher added a trip later would miss its first words.
+    watcher added a trip later would miss its first words. A bad `until`
+    is refused before anything starts or is typed.
     """
+    compile_until(turn.until)
     spawned = time.monotonic() if turn.argv is not None else None
     if turn.argv is not None:
         session_id = await manager.launch(
@@ -210,8 +215,9 @@ def _plain(twin: Callable[..., Any]) -> Callable[..., Any]:
         __tracebackhide__ = True  # IPython: the caller's line and the error, not the plumbing
         try:
             return run_blocking(twin(*args, **kwargs))
-        except (UnifiedExecError, ValueError) as error:
-            # The engine's errors are one line; where on its thread they rose is no help here.
+        except (UnifiedExecError, ValueError, TypeError) as error:
+            # The engine's errors and the calls' argument checks (`cwd=3`, `get(True)`) are one
+            # line each; where on the engine's thread they rose is no help here.
             raise error.with_traceback(None) from None
 
     plain.__name__ = plain.__qualname__ = twin.__name__.removesuffix("_async")
@@ -240,12 +246,16 @@ def _shown(result: UnifiedExecResult, raw: bool) -> UnifiedExecResult:
     return result if raw else CellOutput.rendered(result)
 
 
-def _ms(seconds: float | None, what: str) -> int | None:
+def _ms(seconds: float | None, what: str) -> int | float | None:
+    """Seconds as the engine's milliseconds. Longer than any int can say (`inf`, `1e308`) stays
+    `inf`, which the engine clamps to its longest wait with its warning line, as any long one."""
     if seconds is None:
         return None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+    # `seconds != seconds`: NaN, which no comparison refuses and no wait can mean.
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or seconds != seconds or seconds < 0:
         raise ValueError(f"{what} must be 0 or more seconds, not {seconds!r}")
-    return round(seconds * 1000)
+    ms = seconds * 1000
+    return ms if ms == math.inf else round(ms)
 
 
 # -- the calls -----------------------------------------------------------------
@@ -286,7 +296,7 @@ class Session:
 
     async def write_async(
         self,
-        text: str = "",
+        text: str | bytes = "",
         *,
         keys: Sequence[str] = (),
         timeout: float | None = None,
@@ -294,9 +304,14 @@ class Session:
         quiet: float | None = None,
         raw: bool = False,
     ) -> UnifiedExecResult:
-        """Type `text` as it is (add the `\\n` yourself), then the named `keys` (`"C-c"`, `"Enter"`, ...);
-        then collect what it printed: up to `timeout` seconds (default 1, or the longest with `until`
-        or `quiet`), until a line matches `until` (a regex), or `quiet` seconds without output."""
+        """Type `text` as it is (add the `\\n` yourself; bytes go to the terminal as they are), then the
+        named `keys` (`"C-c"`, `"Enter"`, ...); then collect what it printed: up to `timeout` seconds
+        (default 1, or the longest with `until` or `quiet`), until a line matches `until` (a regex),
+        or `quiet` seconds without output."""
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            text = bytes(text).decode("utf-8", "surrogateescape")  # the terminal gets these very bytes back
+        elif not isinstance(text, str):
+            raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
         typed = text + keys_text(builtins.list(keys))
         return await self._turn(typed, timeout, until, quiet, raw, longest=until is not None or quiet is not None)
 
@@ -311,6 +326,7 @@ class Session:
     ) -> UnifiedExecResult:
         """Collect what it prints until a line matches `pattern` (a regex), `quiet` seconds pass without
         output, the program exits, or `timeout` seconds (default the longest) pass."""
+        compile_until(pattern, "pattern")  # named as this call names it
         return await self._turn("", timeout, pattern, quiet, raw, longest=True)
 
     async def _turn(self, text: str, timeout: float | None, until: str | None, quiet: float | None, raw: bool, *, longest: bool = False) -> UnifiedExecResult:
@@ -319,7 +335,12 @@ class Session:
         if timeout_ms is None and longest:
             timeout_ms = engine.manager.max_timeout_ms
         turn = Turn(session=self.id, text=text, timeout_ms=timeout_ms, until=until, quiet_ms=_ms(quiet, "quiet"), reader=self._reader)
-        return _shown(await _on_engine(engine, take_turn, engine.manager, turn), raw)
+        try:
+            result = await _on_engine(engine, take_turn, engine.manager, turn)
+        except StdinClosedError as error:
+            # The engine words it for Codex's models (`exec_command`); here a session starts with `tty=`.
+            raise StdinClosedError(error.session_id, "start it with sessions.start(..., tty=True) to keep stdin open") from None
+        return _shown(result, raw)
 
     async def output_async(
         self,
@@ -369,8 +390,8 @@ async def start_async(
     command: str | Sequence[str],
     *,
     name: str | None = None,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    env: Mapping[str, str | os.PathLike] | None = None,
     keep: bool | None = None,
     tty: bool = True,
     integration: bool | None = None,
@@ -410,8 +431,8 @@ async def start_async(
 async def run_async(
     command: str | Sequence[str],
     *,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    env: Mapping[str, str | os.PathLike] | None = None,
     tty: bool = True,
     timeout: float | None = None,
     raw: bool = False,

@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from unified_exec_kernel import CreateSessionError, UnifiedExecSessionManager, UnknownSessionIdError
-from unified_exec_kernel.core.completion.collect import CommandEnd, EndedBy, WaitFor, collect, compile_until
+from unified_exec_kernel.core.completion.collect import MAX_UNTIL_CHARS, CommandEnd, EndedBy, WaitFor, collect, compile_until
 from unified_exec_kernel.core.errors import InvalidSessionNameError
 from unified_exec_kernel.core.completion.semantic_prompt import PromptEvent
 
@@ -276,6 +276,29 @@ async def test_a_bad_pattern_is_a_clear_error_and_starts_nothing(manager):
         await manager.start(["true"], until="(")
     assert manager.list_sessions() == []
     assert compile_until(None) is None
+
+
+@pytest.mark.parametrize(
+    "pattern, reason",
+    [
+        ("(" * 600, "until is not a valid regular expression: nested too deeply"),  # Python's compiler recurses
+        ("a{99999999999}", "until is not a valid regular expression: the repetition number is too large"),  # OverflowError
+        ("x" * (MAX_UNTIL_CHARS + 1), f"until is too long: {MAX_UNTIL_CHARS + 1} characters, at most {MAX_UNTIL_CHARS}"),
+        (b"ready", "until must be a string (a regular expression), not bytes"),
+    ],
+    ids=["deep", "huge-repeat", "long", "bytes"],
+)
+async def test_a_pattern_python_cannot_compile_is_one_line_and_starts_nothing(manager, pattern, reason):
+    with pytest.raises(ValueError) as refused:
+        await manager.start(["sleep", "100"], until=pattern)
+    assert str(refused.value) == reason and refused.value.__context__ is None
+    assert manager.list_sessions() == []
+
+
+def test_a_pattern_names_the_field_its_face_calls_it():
+    with pytest.raises(ValueError, match="^--until is not a valid regular expression: nested too deeply$"):
+        compile_until("(" * 600, "--until")
+    assert compile_until("x" * MAX_UNTIL_CHARS).pattern == "x" * MAX_UNTIL_CHARS
 
 
 async def test_names_cwd_and_env(manager, tmp_path):

@@ -46,6 +46,8 @@ PROMPT_END_WAIT_S = 0.5
 # `until` sees each line whole once it ends, and an unfinished line as it grows;
 # a line longer than this is matched by its last this-many characters.
 MAX_UNFINISHED_LINE = 65536
+# The longest `until` pattern a request may give, in characters (what a line is waited for needs few).
+MAX_UNTIL_CHARS = 1000
 # How long stopped output must stay stopped to end a wait: a request that types Ctrl+S then Ctrl+Q pauses nothing.
 PAUSED_WAIT_S = 0.3
 
@@ -81,14 +83,32 @@ class Collected:
     seconds: float
 
 
-def compile_until(pattern: str | None) -> re.Pattern[str] | None:
-    """`until` as the engine takes it: Python `re`, MULTILINE (a line's `^` and `$`). Raises ValueError with the reason."""
+def compile_until(pattern: str | None, field: str = "until") -> re.Pattern[str] | None:
+    """`until` as the engine takes it: Python `re`, MULTILINE (a line's `^` and `$`).
+
+    The one check of a pattern, which every face makes before it starts a
+    program: a bad one raises ValueError, one line that names the face's own
+    `field` (`--until`, `pattern`). Python's compiler recurses once per
+    nesting level, so `(((...` a few hundred deep is a RecursionError with a
+    traceback the size of the stack, and `a{99999999999}` an OverflowError:
+    both are refused as what they are, and so is a pattern longer than
+    MAX_UNTIL_CHARS.
+    """
     if pattern is None:
         return None
+    if not isinstance(pattern, str):
+        raise ValueError(f"{field} must be a string (a regular expression), not {type(pattern).__name__}")
+    if len(pattern) > MAX_UNTIL_CHARS:
+        raise ValueError(f"{field} is too long: {len(pattern)} characters, at most {MAX_UNTIL_CHARS}")
     try:
         return re.compile(pattern, re.MULTILINE)
     except re.error as error:
-        raise ValueError(f"until is not a valid regular expression: {error}") from None
+        reason = error
+    except RecursionError:
+        reason = "nested too deeply"
+    except (OverflowError, MemoryError) as error:
+        reason = str(error) or "too large"
+    raise ValueError(f"{field} is not a valid regular expression: {reason}")
 
 
 async def collect(

@@ -17,15 +17,11 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .journal.reader import open_journal
 from .output.utf8 import newest
 from .process.keeper import Keeper, KeeperError
 from .session import Kept, PtySession
-
-if TYPE_CHECKING:
-    from .manager import UnifiedExecSessionManager
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +31,8 @@ RESTART_MARKER = "(kernel restarted)"
 
 
 class KeptSessions:
-    def __init__(self, manager: UnifiedExecSessionManager, keeper: Keeper):
+    def __init__(self, manager, keeper: Keeper):
+        """`manager`: the UnifiedExecSessionManager this part serves (its table, journals and guardian)."""
         self._manager = manager
         self.keeper = keeper
         self._acks: dict[int, int] = {}  # kept session id -> raw offset last acknowledged

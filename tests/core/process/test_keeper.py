@@ -227,7 +227,9 @@ async def test_a_kept_program_holds_none_of_the_keepers_descriptors(place):
     try:
         await manager.start(["sleep", "60"], keep=True, timeout_ms=0)
         program = psutil.Process(manager.session(0).pid)
-        assert sorted(fd for fd in os.listdir(f"/proc/{program.pid}/fd")) == ["0", "1", "2"]
+        await async_wait_until(lambda: program.cmdline() == ["sleep", "60"])  # exec'd: what it holds is its own
+        held = {fd: os.readlink(f"/proc/{program.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{program.pid}/fd")}
+        assert sorted(held) == ["0", "1", "2"], held
     finally:
         await manager.close_all()
 

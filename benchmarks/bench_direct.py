@@ -221,7 +221,13 @@ async def misbehave(server, kernel_id) -> str:
     )
 
 
+CASES = ("keys", "flood", "misbehave")
+
+
 async def main(cases: list[str]) -> None:
+    unknown = [name for name in cases if name not in CASES]
+    if unknown:
+        sys.exit(f"unknown case {', '.join(unknown)}; choose from {', '.join(CASES)}")
     server = Server()
     try:
         kernel_id = server.api("POST", "api/kernels", {"name": "uexec"})["id"]
@@ -233,11 +239,18 @@ async def main(cases: list[str]) -> None:
             channels.close()
         sid = 0
         if "keys" in cases:
+            p50 = {}
             for name, carrier in (("keys_socket", SocketCarrier()), ("keys_relay", RelayCarrier())):
                 await carrier.open(server, kernel_id)
-                print(summary(name, await keys_direct(carrier, sid)))
+                p50[name] = statistics.median(times := await keys_direct(carrier, sid))
+                print(summary(name, times))
                 carrier.close()
-            print(summary("keys_comm", await keys_comm(server, kernel_id, sid)))
+            p50["keys_comm"] = statistics.median(times := await keys_comm(server, kernel_id, sid))
+            print(summary("keys_comm", times))
+            print(
+                f"{'keys ratios':12s} relay / comm p50 {p50['keys_relay'] / p50['keys_comm']:.2f}, "
+                f"relay / socket p50 {p50['keys_relay'] / p50['keys_socket']:.2f} (what the server's relay adds)"
+            )
         if "flood" in cases:
             for name, carrier in (("flood_socket", SocketCarrier()), ("flood_relay", RelayCarrier())):
                 channels = await Channels.connect(f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels", server.token)
@@ -254,4 +267,4 @@ async def main(cases: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ["keys", "flood", "misbehave"]))
+    asyncio.run(main(sys.argv[1:] or list(CASES)))

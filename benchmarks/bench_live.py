@@ -112,9 +112,10 @@ KERNEL_KEY_GAP_S = 0.050
 FLOOR_RUNS = 100
 BURST_KEYS = 100
 BURST_GAP_S = 0.020
-BROWSER_KEYS = 100
+# BENCH_LIVE_KEYS: fewer keys per browser case (tests/test_benchmarks.py keeps the cases working in seconds)
+BROWSER_KEYS = int(os.environ.get("BENCH_LIVE_KEYS", "100"))
 BROWSER_KEY_GAP_S = 0.100
-BROWSER_FLOOR_RUNS = 30
+BROWSER_FLOOR_RUNS = min(30, BROWSER_KEYS)
 LINE_KEYS = 25  # keys per line before Ctrl-U erases it, so the screen only ever holds the line being typed
 FLOOD_S = 10.0
 SEQ_LINES = 2_000_000
@@ -124,7 +125,7 @@ BASELINE_S = 3.0
 BASELINE_KEYS = 15
 SERVER_MSG_LIMIT = 1000
 SERVER_DATA_LIMIT = 1_000_000
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"  # as README installs it
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
@@ -338,7 +339,12 @@ WS_INIT_SCRIPT = r"""
 (() => {
   const Original = window.WebSocket;
   const log = window.__wsLog = { on: false, sent: [], recv: [], sockets: [], waitFor: null, status: 0,
-                                 directBytes: 0, directSkipped: 0, directFrames: 0 };
+                                 directBytes: 0, directSkipped: 0, directFrames: 0,
+                                 watchAttach: false, widgetAttached: [], viewSession: null, otherDirect: 0 };
+  const attachedTo = s => {
+    const sid = /"type":\s*"attached"/.test(s) ? field(s, /"session_id":\s*(\d+)/g) : null;
+    return sid === null ? null : Number(sid);
+  };
   const decoder = new TextDecoder();
   const text = d => typeof d === 'string' ? d
     : (d instanceof ArrayBuffer || ArrayBuffer.isView(d)) ? decoder.decode(d) : '';
@@ -353,7 +359,18 @@ WS_INIT_SCRIPT = r"""
       super(maybeBlocked(url), ...rest);
       log.sockets.push(this);
       const direct = isDirect(url);
+      // A direct channel is a view's once it carried an `attached` (the sessions it attached); the notifications'
+      // channel (one per kernel, notify.ts) attaches nothing.
+      this.benchAttached = new Set();
       this.addEventListener('message', ev => {
+        if (direct && typeof ev.data === 'string') {
+          const sid = attachedTo(ev.data);
+          if (sid !== null) this.benchAttached.add(sid);
+        } else if (!direct && log.watchAttach) {
+          const sid = attachedTo(text(ev.data));
+          if (sid !== null) log.widgetAttached.push(sid);
+        }
+        if (direct && log.on && !this.benchAttached.has(log.viewSession)) log.otherDirect++;
         if (!log.on && !log.waitFor && !direct) return;
         const t = performance.now();
         if (direct) {
@@ -574,7 +591,8 @@ class Lab:
                 "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.expose_app_in_browser=True", *extra,
             ],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            # cwd: jupyter-collaboration keeps its store (.jupyter_ystore.db) in the server's working directory
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=self.tmp,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -801,26 +819,53 @@ def keys_protocol() -> dict:
         lab.page.evaluate(RUN_IN_KERNEL_JS, RESTORE_STATUS)
 
 
-# Open direct channels of the page (the ones turned away have another URL).
-OPEN_DIRECT_JS = "() => window.__wsLog.sockets.filter(s => s.url.includes('/uexec/kernels/') && s.readyState === 1).length"
+# The open direct channels of the page that attached session `sid`: a view's (the ones turned away have another URL;
+# the notifications' channels, one per kernel, attach nothing).
+VIEW_CHANNELS_JS = (
+    "sid => window.__wsLog.sockets.filter(s => s.url.includes('/uexec/kernels/') && s.readyState === 1"
+    " && s.benchAttached.has(sid)).length"
+)
+# The page's other open direct channels: the notifications' (notify.ts), unless a person turned them off.
+OTHER_CHANNELS_JS = (
+    "sid => window.__wsLog.sockets.filter(s => s.url.includes('/uexec/kernels/') && s.readyState === 1"
+    " && !s.benchAttached.has(sid)).length"
+)
+
+
+def _wait_carrier(page, sid: int, views: int, direct: bool = True) -> None:
+    """Wait until the page's `views` views of session `sid` have chosen their carrier: each has its direct channel
+    open and attached there, or (`direct` False) it attached over the widget's messages and no direct channel has
+    it; other direct channels (notifications) may be open."""
+    if direct:
+        page.wait_for_function(f"sid => ({VIEW_CHANNELS_JS})(sid) === {views}", arg=sid, timeout=10_000)
+    else:
+        page.wait_for_function(
+            f"sid => window.__wsLog.widgetAttached.includes(sid) && ({VIEW_CHANNELS_JS})(sid) === 0",
+            arg=sid, timeout=10_000,
+        )
 
 
 def _new_cat_view(lab: Lab, direct: bool = True) -> tuple[str, int]:
     """Cell 0 run again: a new `cat` in its live view, on the direct channel (or, `direct` False, turned away from
     it); the view's selector and the session's id."""
     page = lab.page
-    page.evaluate("off => { window.__benchNoDirect = off; }", not direct)
+    page.evaluate("off => { Object.assign(window, { __benchNoDirect: off });"
+                  " Object.assign(window.__wsLog, { watchAttach: true, widgetAttached: [] }); }", not direct)
     shown = "[...document.querySelectorAll('[data-bench-cell=\"0\"] .uexec-terminal')].map(t => t.dataset.sessionId)"
     before = page.evaluate(f"() => {shown}")  # a view from an earlier case, replaced when the cell runs again
     lab.run_cell(0)
     page.wait_for_function(f"old => {shown}.some(s => !old.includes(s))", arg=before, timeout=60_000)
-    sid = page.evaluate(f"old => {shown}.find(s => !old.includes(s))", before)
+    sid = int(page.evaluate(f"old => {shown}.find(s => !old.includes(s))", before))
     terminal = f'[data-bench-cell="0"] .uexec-terminal[data-session-id="{sid}"]'
     page.locator(f"{terminal} .xterm-screen").wait_for(state="attached", timeout=60_000)
-    page.wait_for_timeout(600)  # the cell's 500 ms wait ends; the view stays live
-    # The view has chosen its carrier: its direct channel is open, or there is none (the old view's closed with it).
-    page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() === {int(direct)}", timeout=10_000)
-    return terminal, int(sid)
+    # The cell's 500 ms wait has ended (its prompt shows its number, no longer `*`); the view stays live.
+    page.wait_for_function(
+        "() => /^\\[\\d+\\]:$/.test(document.querySelector('[data-bench-cell=\"0\"] .jp-InputPrompt').textContent.trim())",
+        timeout=60_000,
+    )
+    _wait_carrier(page, sid, 1, direct)
+    page.evaluate("() => { window.__wsLog.watchAttach = false; }")
+    return terminal, sid
 
 
 def keys_tab() -> dict:
@@ -834,23 +879,51 @@ def keys_tab() -> dict:
                   " { kernelId, sessionId, command: 'cat' })", [kernel_id, sid])
     tab = f'#jp-main-dock-panel .jp-MainAreaWidget > .uexec-terminal[data-session-id="{sid}"]'
     page.locator(f"{tab} .xterm-screen").wait_for(state="visible", timeout=30_000)
-    page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() === 2", timeout=10_000)  # the live view's and the tab's
-    page.locator(tab).click()
+    _wait_carrier(page, sid, 2)  # the live view's and the tab's
+    _focus(page, tab)
     try:
-        records, log = _typed_keys(lab, tab)
+        records, log = _typed_keys(lab, tab, sid)
     finally:
         page.evaluate("() => [...window.jupyterapp.shell.widgets('main')]"
                       ".filter(w => w.id.startsWith('uexec-terminal-')).forEach(w => w.close())")
-    return {"total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]), **_split(records, log)}
+    return {"total": _summary([(r["seen"] - r["down"]) / 1000 for r in records]), **_split(records, log),
+            **_others(log)}
 
 
-def _typed_keys(lab: Lab, terminal: str) -> tuple[list[dict], dict]:
-    """BROWSER_KEYS letters typed into the focused view `terminal` selects, once the page has settled,
-    each timed in the page (Ctrl-U after every LINE_KEYS); the probe's records and the websocket log."""
+def _others(log: dict) -> dict:
+    return {"other_channels": log["other_channels"], "other_messages": log["other_messages"]}
+
+
+def _others_text(f: dict) -> str:
+    """What else the page's direct channels did while the keys were timed (the figure assumes a quiet page)."""
+    return (f"; the page's other direct channels (notifications, one per kernel): {f['other_channels']} open, "
+            f"{f['other_messages']} messages while typing")
+
+
+def _focus(page, view: str) -> None:
+    """Click the view `view` selects until its xterm has the keyboard (a click on a view still being laid out may
+    not give it the focus): the keys go to it, not to the notebook."""
+    focused = ("sel => { const a = document.activeElement; return !!a && a.classList.contains('xterm-helper-textarea')"
+               " && document.querySelector(sel).contains(a); }")
+    for attempt in range(3):
+        page.locator(view).click()
+        try:
+            page.wait_for_function(focused, arg=view, timeout=5000)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+
+
+def _typed_keys(lab: Lab, terminal: str, sid: int) -> tuple[list[dict], dict]:
+    """BROWSER_KEYS letters typed into the focused view `terminal` selects (of session `sid`), once the page has
+    settled, each timed in the page (Ctrl-U after every LINE_KEYS); the probe's records and the websocket log, with
+    the page's other direct channels (notifications) and the messages they carried while the keys were timed."""
     page = lab.page
     _settle(page)
     page.evaluate(XTERM_KEY_PROBE_JS, ["term", terminal])
-    page.evaluate("() => { Object.assign(window.__wsLog, { sent: [], recv: [], status: 0, on: true }); }")
+    page.evaluate("sid => { Object.assign(window.__wsLog, { sent: [], recv: [], status: 0, on: true, viewSession: sid,"
+                  " otherDirect: 0 }); }", sid)
     rng = random.Random(5)
     records, prefix = [], ""
     for index in range(BROWSER_KEYS):
@@ -864,8 +937,10 @@ def _typed_keys(lab: Lab, terminal: str) -> tuple[list[dict], dict]:
             prefix = ""
         time.sleep(max(0.0, started + BROWSER_KEY_GAP_S - time.perf_counter()))
     log = page.evaluate(
-        "() => { const l = window.__wsLog; l.on = false; return { sent: l.sent, recv: l.recv, status: l.status }; }"
+        "() => { const l = window.__wsLog; l.on = false;"
+        " return { sent: l.sent, recv: l.recv, status: l.status, other_messages: l.otherDirect }; }"
     )
+    log["other_channels"] = page.evaluate(OTHER_CHANNELS_JS, sid)
     return records, log
 
 
@@ -877,12 +952,8 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
     `direct`: False turns the direct channel away, so the view falls back to widget messages.
     """
     page = lab.page
-    terminal, _ = _new_cat_view(lab, direct)
-    page.locator(terminal).click()
-    page.wait_for_function(
-        "() => document.activeElement && document.activeElement.classList.contains('xterm-helper-textarea')",
-        timeout=5000,
-    )
+    terminal, sid = _new_cat_view(lab, direct)
+    _focus(page, terminal)
     cells_before = page.locator(".jp-Notebook .jp-Cell").count()
     if busy_flag is not None:
         started = busy_flag.with_name("started")
@@ -891,7 +962,7 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert started.exists(), "the busy cell did not start"
-    records, log = _typed_keys(lab, terminal)
+    records, log = _typed_keys(lab, terminal, sid)
     if busy_flag is not None:
         assert not busy_flag.with_name("ended").exists(), "the busy cell ended before the typing did"
         busy_flag.touch()
@@ -908,6 +979,7 @@ def _live_view_keys(lab: Lab, busy_flag: Path | None = None, direct: bool = True
         "carrier": "direct" if direct else "widget messages",
         "renderer": renderer,
         "status_per_key": log["status"] / (BROWSER_KEYS + BROWSER_KEYS // LINE_KEYS),  # the Ctrl-Us are keys too
+        **_others(log),
     }
 
 
@@ -1329,6 +1401,31 @@ def _open_terminal_page(lab: Lab, viewport: dict) -> tuple:
     return page, name
 
 
+def _terminal_sizes(lab: Lab) -> set[tuple[int, int]]:
+    """The sizes (rows, cols) of the PTYs of JupyterLab's terminals: the server's children on a terminal of their own
+    (terminado's shells; kernels have none)."""
+    import fcntl
+    import struct
+    import termios
+
+    server = psutil.Process(lab.proc.pid)
+    sizes = set()
+    for child in server.children():
+        try:
+            tty = child.terminal()
+            if tty is None or tty == server.terminal():
+                continue
+            fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY)
+        except (psutil.Error, OSError):
+            continue
+        try:
+            rows, cols = struct.unpack("HHHH", fcntl.ioctl(fd, termios.TIOCGWINSZ, bytes(8)))[:2]
+        finally:
+            os.close(fd)
+        sizes.add((rows, cols))
+    return sizes
+
+
 def _prompt_row(page) -> str:
     """The shell's prompt, once the screen's last non-empty row is one and has stayed so (the shell waits for keys)."""
     last = None
@@ -1384,10 +1481,10 @@ def flood_terminal() -> dict:
     shown = "[...document.querySelectorAll('[data-bench-cell=\"5\"] .uexec-terminal')].map(t => t.dataset.sessionId)"
     lab.run_cell(5)
     page.wait_for_function(f"() => {shown}.length > 0", timeout=60_000)
-    sid = page.evaluate(f"() => {shown}[0]")
+    sid = int(page.evaluate(f"() => {shown}[0]"))
     terminal = f'[data-bench-cell="5"] .uexec-terminal[data-session-id="{sid}"]'
     page.locator(f"{terminal} .xterm-screen").wait_for(state="attached", timeout=60_000)
-    page.wait_for_function(f"() => ({OPEN_DIRECT_JS})() >= 1", timeout=10_000)
+    _wait_carrier(page, sid, 1)
     page.evaluate(FLOOD_PROBE_JS.replace("/* rows */", XTERM_FLOOD_ROWS_JS), terminal)
     live_size = page.evaluate("sel => { const t = document.querySelector(sel).uexecXterm; return [t.rows, t.cols]; }",
                               terminal)
@@ -1411,8 +1508,13 @@ def flood_terminal() -> dict:
                 term_page.wait_for_function(f"n => {term_js}._term.rows !== n", arg=rows_now, timeout=3000)
             except PlaywrightTimeout:
                 pass  # not a whole row's worth: the next try moves it further
-        term_page.wait_for_timeout(500)  # the terminal's resize reaches the shell
-        term_size = term_page.evaluate(f"() => {{ const t = {term_js}._term; return t.rows + 'x' + t.cols; }}")
+        term_rows, term_cols = term_page.evaluate(f"() => {{ const t = {term_js}._term; return [t.rows, t.cols]; }}")
+        term_size = f"{term_rows}x{term_cols}"
+        deadline = time.monotonic() + 10
+        while _terminal_sizes(lab) != {(term_rows, term_cols)}:  # the terminal's resize reaches its shell's PTY
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab's terminal is {term_size}, its shell's PTY {_terminal_sizes(lab)}")
+            term_page.wait_for_timeout(50)
         renderer = term_page.evaluate(
             "() => { const c = document.querySelector('.jp-Terminal .xterm-screen canvas');"
             " if (!c) return 'dom'; try { return c.getContext('webgl2') || c.getContext('webgl') ? 'webgl' : '2d'; }"
@@ -1510,6 +1612,7 @@ def report_keys_browser(f: dict, name: str = "keys in the browser") -> None:
         f"{BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}: goal <= 30 ms p50 {_goal(total['p50'], 30)}{parts}; "
         f"keydown queueing p50 {f['handler_delay']['p50']:.1f} ms; kernel status messages per key "
         f"{f['status_per_key']:.2f}{' (goal 0: ' + ('met' if f['status_per_key'] == 0 else 'MISSED') + ')' if f['carrier'] == 'direct' else ''}"
+        f"{_others_text(f)}"
     )
 
 
@@ -1533,6 +1636,7 @@ def report_keys_busy(f: dict) -> None:
     print(
         f"keys in the browser while a cell runs Python (time.sleep loop on the kernel's main thread), as keys_browser, "
         f"over {f['carrier']}: {_fmt(total)}{ratio}; kernel status messages per key {f['status_per_key']:.2f}"
+        f"{_others_text(f)}"
     )
 
 
@@ -1548,7 +1652,7 @@ def report_keys_protocol(f: dict) -> None:
         )
     print(
         f"keys in the browser, the kernel publishing no busy/idle for comm messages (a measurement of the protocol's "
-        f"cost, not how the product runs), as keys_browser: {_fmt(total)}{parts}{cost}"
+        f"cost, not how the product runs), as keys_browser: {_fmt(total)}{parts}{cost}{_others_text(f)}"
     )
 
 
@@ -1557,7 +1661,7 @@ def report_keys_tab(f: dict) -> None:
     print(
         f"keys in a Sessions panel tab (the same `cat` as keys_browser's, in a terminal tab of its own, over direct), "
         f"{total['n']} keys every >= {BROWSER_KEY_GAP_S * 1000:.0f} ms: {_fmt(total)}"
-        f"{_split_text(f, 'input', 'echo', 'painted')}"
+        f"{_split_text(f, 'input', 'echo', 'painted')}{_others_text(f)}"
     )
     terminal = _figures.get("keys_terminal")  # run before this case (CASES order)
     if terminal is not None:

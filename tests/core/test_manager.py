@@ -433,3 +433,27 @@ async def test_a_closed_session_says_it_was_closed_and_one_that_ended_alone_does
     assert session.closed and closed.closed and closed.exit_code < 0  # its hangup, or the kill after the grace
     alone = await manager.start(["bash", "-c", "kill -HUP $$"], timeout_ms=10_000)
     assert (alone.exit_code, alone.closed) == (-1, False)
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+async def test_a_refused_request_is_one_short_line_whatever_its_size(manager, size):
+    big = "x" * size
+    session_id = (await manager.start(["bash", "--norc", "-i"], timeout_ms=200, integration=False)).session_id
+    refusals = [
+        manager.start([big]),
+        manager.start(["/no/such/dir/" + big]),
+        manager.start([big + "\0"]),
+        manager.start(["true"], name="-" + big),
+        manager.start(["true"], cwd="/" + big),
+        manager.start(["true"], env={big + "\0": "v"}),
+        manager.start(["true"], until=")" + big),
+        manager.write(big, "x"),
+        manager.write(session_id, "x", until=")" + big),
+        manager.kill(big),
+    ]
+    for refusal in refusals:
+        with pytest.raises((ValueError, LookupError, OSError)) as refused:
+            await refusal
+        text = str(refused.value)
+        assert len(text) <= 1024 and "\n" not in text, (type(refused.value).__name__, len(text), text[:200])
+    await manager.kill(session_id)

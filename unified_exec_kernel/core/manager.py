@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
 from .completion.collect import Collected, WaitFor, collect, compile_until
-from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError
+from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError, quoted
 from .models import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
@@ -288,7 +288,7 @@ class UnifiedExecSessionManager:
         self._check_name(argv, name)
         _check_no_nul(argv, cwd, env)
         if cwd is not None and not os.path.isdir(cwd):
-            raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {cwd}"))
+            raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {quoted(cwd)}"))
         self._make_room()
         environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **(env or {})}
         nonce = None
@@ -345,10 +345,10 @@ class UnifiedExecSessionManager:
         if name is None:
             return
         if not _NAME.fullmatch(name):
-            raise InvalidSessionNameError(f"{name!r} cannot name a session: {NAME_RULE}")
+            raise InvalidSessionNameError(f"{quoted(name)} cannot name a session: {NAME_RULE}")
         holder = self._sessions.get(self._names.get(name, -1))
         if holder is not None and holder.session.alive:
-            raise InvalidSessionNameError(f"the name {name!r} is held by running session {holder.session.session_id}")
+            raise InvalidSessionNameError(f"the name {quoted(name)} is held by running session {holder.session.session_id}")
 
     def _inherited_env(self) -> dict[str, str]:
         if not self.env_remove:
@@ -749,7 +749,7 @@ def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | Non
     where = [f"argument {index}" for index, arg in enumerate(argv) if "\0" in arg]
     if cwd is not None and "\0" in cwd:
         where.append("the working directory")
-    where += [f"environment variable {key!r}" for key, value in (env or {}).items() if "\0" in key or "\0" in value]
+    where += [f"environment variable {quoted(key)}" for key, value in (env or {}).items() if "\0" in key or "\0" in value]
     if where:
         raise CreateSessionError(argv, ValueError(f"a NUL byte in {', '.join(where)}"))
 

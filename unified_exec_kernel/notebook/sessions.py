@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import UnifiedExecError, UnknownSessionIdError
+from ..core.errors import UnifiedExecError, UnknownSessionIdError, quoted
 from ..core.journal.paging import PageRequest, parse_range
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
@@ -231,7 +231,7 @@ def _ms(seconds: float | None, what: str) -> int | None:
     if seconds is None:
         return None
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-        raise ValueError(f"{what} must be 0 or more seconds, not {seconds!r}")
+        raise ValueError(f"{what} must be 0 or more seconds, not {quoted(seconds)}")
     return round(seconds * 1000)
 
 

@@ -1,3 +1,5 @@
+import pytest
+
 from unified_exec_kernel import (
     CreateSessionError,
     MissingCommandLineError,
@@ -5,6 +7,7 @@ from unified_exec_kernel import (
     UnknownSessionIdError,
     WriteToStdinError,
 )
+from unified_exec_kernel.core.errors import InvalidSessionNameError
 
 
 def test_each_error_is_also_the_builtin_a_caller_would_catch():
@@ -36,3 +39,35 @@ def test_names_are_the_seeds_variant_names():
         "MissingCommandLine",
         "CreateSession",
     ]
+
+
+BIG = [1024 * 1024, 10 * 1024 * 1024]
+
+
+def test_a_quoted_value_keeps_both_ends_around_an_ellipsis():
+    from unified_exec_kernel.core.errors import quoted
+
+    assert quoted("short") == "'short'"
+    long = "head" + "x" * (1024 * 1024) + "tail\n"
+    shown = quoted(long)
+    assert len(shown) == 200 and shown.startswith("'headxx") and shown.endswith("xxtail\\n'") and "…" in shown
+    assert len(quoted(10**5000)) <= 200 and len(quoted(b"\0" * 10**6)) == 200
+
+
+@pytest.mark.parametrize("size", BIG)
+def test_every_engine_error_is_one_short_line_and_keeps_the_whole_input(size):
+    big = "p" * size
+    errors = [
+        UnknownSessionIdError(big, [big, "sh", 4]),
+        UnknownSessionIdError(size),
+        CreateSessionError([big, big], FileNotFoundError(2, "No such file")),
+        CreateSessionError([big], OSError(big + "\n" + big)),
+        WriteToStdinError(1, OSError(big)),
+        InvalidSessionNameError(f"{big!r} cannot name a session"),
+        UnifiedExecError(big + "\n" + big),
+    ]
+    for error in errors:
+        text = str(error)
+        assert len(text) <= 1024 and "\n" not in text, (type(error).__name__, len(text))
+    assert errors[0].session_id == big and errors[2].argv == [big, big]
+    assert str(errors[2]).startswith("Failed to create session: ppp") and str(errors[2]).endswith("ppp: command not found")

@@ -21,3 +21,13 @@ def test_keys_are_sent_in_order():
 def test_unknown_key_is_a_clear_error(name):
     with pytest.raises(ValueError, match="unknown key"):
         key_bytes(name)
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+def test_an_unknown_key_or_signal_is_told_in_one_short_line(size):
+    from unified_exec_kernel.core.keys import signal_number
+
+    for refuse, name in ((key_bytes, "K" * size), (keys_text, ["Up", "K" * size]), (signal_number, "S" * size)):
+        with pytest.raises(ValueError) as refused:
+            refuse(name)
+        assert len(str(refused.value)) <= 1024 and "\n" not in str(refused.value)

@@ -524,3 +524,27 @@ async def test_an_infinite_timeout_is_clamped_with_the_warning(manager):
     result = await manager.start(["true"], timeout_ms=float("inf"))
     assert result.output.startswith("Warning: requested timeout infms exceeds maximum of 60000ms; clamping to 60000ms.\n")
     assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+async def test_a_refused_request_is_one_short_line_whatever_its_size(manager, size):
+    big = "x" * size
+    session_id = (await manager.start(["bash", "--norc", "-i"], timeout_ms=200, integration=False)).session_id
+    refusals = [
+        manager.start([big]),
+        manager.start(["/no/such/dir/" + big]),
+        manager.start([big + "\0"]),
+        manager.start(["true"], name="-" + big),
+        manager.start(["true"], cwd="/" + big),
+        manager.start(["true"], env={big + "\0": "v"}),
+        manager.start(["true"], until=")" + big),
+        manager.write(big, "x"),
+        manager.write(session_id, "x", until=")" + big),
+        manager.kill(big),
+    ]
+    for refusal in refusals:
+        with pytest.raises((ValueError, LookupError, OSError)) as refused:
+            await refusal
+        text = str(refused.value)
+        assert len(text) <= 1024 and "\n" not in text, (type(refused.value).__name__, len(text), text[:200])
+    await manager.kill(session_id)

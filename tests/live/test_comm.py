@@ -287,3 +287,23 @@ def test_a_live_view_types_while_a_cell_waits_and_the_cell_sees_its_line(kernel)
     finally:
         kernel.comm_close(comm_id)
         kernel.delete_subshell(subshell)
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+def test_every_error_is_one_short_line_whatever_the_input(kernel, comm, size):
+    big = "x" * size
+    refused = [
+        {"type": big},
+        {"type": "exec", "session_id": None, "input_chunks": [big]},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "name": "-" + big},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "cwd": "/" + big},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "until": ")" + big},
+        {"type": "exec", "session_id": big, "input_chunks": ["x"]},
+        {"type": "kill", "session_id": big},
+        {"type": "attach", "session_id": big},
+        {"type": "unwatch", "watch_id": big},
+    ]
+    for number, message in enumerate(refused):
+        found = ask(kernel, comm, {**message, "request_id": number})
+        assert found[-1]["type"] == "error", found[-1]
+        assert len(found[-1]["message"]) <= 1024 and "\n" not in found[-1]["message"], (number, len(found[-1]["message"]))

@@ -14,7 +14,8 @@ import time
 class RawServer:
     """The server in a subprocess, initialized; `ask(bytes, id)` waits (bounded) for the answer with that id."""
 
-    def __init__(self, *options: str):
+    def __init__(self, *options: str, read_stderr: bool = True):
+        """`read_stderr=False`: nobody reads the server's stderr pipe (as some MCP clients do)."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "unified_exec_kernel", "mcp", *options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ},
@@ -22,7 +23,8 @@ class RawServer:
         self._answers: queue.Queue = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        if read_stderr:
+            threading.Thread(target=self._read_stderr, daemon=True).start()
         self.send(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode() + b"\n")
         assert self.answer("init", 60)["result"]["serverInfo"]["name"] == "unified-exec"

@@ -183,3 +183,22 @@ def test_a_good_line_goes_to_the_sdk_untouched():
     line = request_line(1, "ping")
     assert check(line) == (line.decode(), None, None)
     assert check(b"  \n") == (None, None, None)
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+def test_a_refusal_quoting_a_huge_name_or_key_is_one_short_line(server, size):
+    big = "k" * size
+    lines = [
+        request_line(0, params={"name": big, "arguments": {big: "\ud800"}}),
+        request_line(0, big, {big: "\udfff"}),
+        request_line(0, "ping", {big: "\udfff"}),
+        request_line(0, "tools/call", {"name": "exec_command", "arguments": {"cmd": big + "\ud800"}}),
+    ]
+    for line in lines:
+        request_id = next(ids)
+        server.send(line.replace(b'"id": 0', b'"id": %d' % request_id, 1))
+        found = server.answer(request_id, 30)  # megabytes through a pipe first: the bound is on the answer
+        text = found["result"]["content"][0]["text"] if "result" in found else found["error"]["message"]
+        assert len(text) <= 1024 and "\n" not in text, (len(text), text[:300])
+    ping = next(ids)
+    assert answer(server, request_line(ping, "ping"), ping)["result"] == {}

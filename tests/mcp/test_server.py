@@ -170,3 +170,29 @@ async def test_bad_input_is_one_line_and_the_server_lives_on(tool, arguments, me
         text, error = await agent.call(tool, **arguments)
         assert error and text.startswith(message) and "\n" not in text
         assert parse(await agent.text("exec_command", cmd="echo alive", login=False))["output"] == "alive\n"
+
+
+async def test_every_refused_call_is_one_short_line_whatever_its_input():
+    async with connected() as agent:
+        session_id = int(parse(await agent.text("exec_command", cmd="cat", tty=True, login=False, yield_time_ms=250))["session"])
+        for size in (1024 * 1024, 10 * 1024 * 1024):
+            big = "x" * size
+            calls = [
+                ("exec_command", {"cmd": big, "login": False}),
+                ("exec_command", {"cmd": "true", "workdir": "/" + big}),
+                ("exec_command", {"cmd": "true", "shell": big}),
+                ("exec_command", {"cmd": "true", "yield_time_ms": big}),
+                ("exec_command", {"cmd": "true", big: 1}),
+                ("write_stdin", {"session_id": big}),
+                ("write_stdin", {"session_id": 99999, "chars": big}),
+                ("read_output", {"session_id": big}),
+                ("read_output", {"session_id": session_id, "lines": big}),
+                ("read_output", {"session_id": session_id, "grep": ")" + big}),
+                ("kill_session", {"session_id": session_id, "signal": big}),
+                ("watch_output", {"session_id": session_id, "pattern": ")" + big}),
+                (big, {}),
+            ]
+            for tool, arguments in calls:
+                text, error = await agent.call(tool, **arguments)
+                assert error and len(text) <= 1024 and "\n" not in text, (tool[:20], list(arguments)[-1][:20], len(text), text[:300])
+        assert parse(await agent.text("exec_command", cmd="echo alive", login=False))["output"] == "alive\n"

@@ -388,3 +388,38 @@ def test_a_cut_agent_result_names_the_range_that_reads_all_of_it(kernel):
     start, end = map(int, hint.groups())
     assert end - start == sum(len(f"{n}\r\n") for n in range(1, 100001))
     assert kernel.run(f"%uexec_output flood --bytes {end - 8}:{end}").startswith("100000\n")
+
+
+def refusals(big: str) -> list[str]:
+    """Cells that each refuse a huge value: a program, a name, a path, a key, a pattern, a number, a signal."""
+    return [
+        f"%%uexec\n{big}\n",
+        f"%%uexec --name=-{big}\ntrue\n",
+        f"%%uexec --cwd /{big}\ntrue\n",
+        f"%%uexec --env {big}\ntrue\n",
+        f"%%uexec --until '){big}'\ntrue\n",
+        f"%%uexec --timeout {big}\ntrue\n",
+        f"%%uexec --out=-{big}\ntrue\n",
+        f"%%uexec -s {big}\nx\n",
+        f"%%uexec -s refuser --keys {big}\n",
+        f"%uexec -s {big} x",
+        f"%uexec_kill {big}",
+        f"%uexec_kill refuser --signal {big}",
+        f"%uexec_output {big}",
+        f"%uexec_output refuser --lines {big}",
+        f"%uexec_output refuser --grep '){big}'",
+        f"%uexec_record {big} /tmp/uexec-refused.cast",
+        f"%uexec_replay {big}",
+        f"%uexec_replay refuser --idle {big}",
+    ]
+
+
+def test_every_refused_magic_is_one_short_line_whatever_was_typed(kernel):
+    # 100 KB, not megabytes: a magic's line is split by shlex, whose time grows with the square of the length.
+    kernel.run("%%uexec --name refuser -t 300\nbash --norc -i\n")
+    for cell in refusals("x" * 100_000):
+        execution = kernel.execute(cell, timeout=120)
+        shown = execution.reply.get("evalue", "")
+        assert execution.reply["status"] == "error" and execution.reply["ename"] == "UsageError", (cell[:40], execution.reply)
+        assert len(shown) <= 1024 and "\n" not in shown, (cell[:40], len(shown), shown[:300])
+    kernel.run("%uexec_kill refuser")

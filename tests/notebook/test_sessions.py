@@ -313,3 +313,31 @@ def test_an_nbclient_run_of_a_notebook_that_uses_it(tmp_path):
     assert shown[1] == "{'alpha': 0, 'beta': 1, 'gamma': 0}"
     assert shown[2] == "0"
     assert "\ntyped-by-magic\n" in shown[3] and "command exited with code 0" in shown[3]
+
+
+BIG_CALLS = [
+    "sessions.run([big])",
+    "sessions.start(['true'], name='-' + big)",
+    "sessions.get(big)",
+    "sessions.run(['true'], cwd='/' + big)",
+    "sessions.run(['true'], env={big + '\\0': 'v'})",
+    "sessions.run(['true'], until=')' + big)",
+    "refuser.write('x', until=')' + big)",
+    "refuser.write('', keys=[big])",
+    "refuser.kill(big)",
+    "refuser.output(lines=big)",
+    "refuser.output(grep=')' + big)",
+]
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+def test_every_refused_call_is_one_short_line_whatever_its_input(kernel, size):
+    kernel.run(f"big = 'x' * {size}\nrefuser = sessions.start(['bash', '--norc', '-i'], name='refuser')")
+    try:
+        for call in BIG_CALLS:
+            execution = kernel.execute(call, timeout=120)
+            shown = execution.reply.get("evalue", "")
+            assert execution.reply["status"] == "error", (call, execution.reply)
+            assert len(shown) <= 1024 and "\n" not in shown, (call, execution.reply["ename"], len(shown), shown[:300])
+    finally:
+        kernel.run("refuser.kill()\ndel big")

@@ -241,3 +241,32 @@ async def test_a_view_of_a_pipes_session_is_told_it_has_no_terminal_and_its_keys
     endpoint.receive({"type": "exec", "request_id": "t", "profile": "codex", "cmd": "cat", "tty": True, "login": False, "yield_time_ms": 250})
     endpoint.receive({"type": "attach", "request_id": "b", "session_id": (await answer(sent, "result", "t"))["session_id"]})
     assert (await answer(sent, "attached", "b"))["tty"] is True
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 10 * 1024 * 1024])
+async def test_every_error_is_one_short_line_whatever_the_input(journaled_peer, size):
+    endpoint, sent = journaled_peer
+    big = "x" * size
+    endpoint.receive({"type": "exec", "request_id": "s", "session_id": None, "input_chunks": ["cat"], "name": "s", "timeout_ms": 0})
+    await answer(sent, "result", "s")
+    refused = [
+        {"type": big},
+        {"type": "exec", "session_id": None, "input_chunks": [big]},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "name": "-" + big},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "cwd": "/" + big},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "env": {big + "\0": "v"}},
+        {"type": "exec", "session_id": None, "input_chunks": ["true"], "until": ")" + big},
+        {"type": "exec", "session_id": big, "input_chunks": ["x"]},
+        {"type": "exec", "session_id": "s", "input_chunks": ["x"], "until": ")" + big},
+        {"type": "input", "session_id": big, "data": "x"},
+        {"type": "kill", "session_id": big},
+        {"type": "kill", "session_id": "s", "signal": big},
+        {"type": "attach", "session_id": big},
+        {"type": "watch", "session_id": "s", "until": ")" + big},
+        {"type": "unwatch", "watch_id": big},
+        {"type": "read", "session_id": big},
+    ]
+    for number, message in enumerate(refused):
+        endpoint.receive({**message, "request_id": number})
+        reply = await answer(sent, "error", number)
+        assert len(reply["message"]) <= 1024 and "\n" not in reply["message"], (number, len(reply["message"]), reply["message"][:300])

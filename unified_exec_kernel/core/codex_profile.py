@@ -26,6 +26,7 @@ from .agent_format import format_for_agent
 from .manager import UnifiedExecSessionManager
 from .models import UnifiedExecResult
 from .output.truncate import APPROX_BYTES_PER_TOKEN
+from .errors import one_line, quoted
 
 MIN_YIELD_TIME_MS = 250
 MAX_YIELD_TIME_MS = 30_000
@@ -180,7 +181,7 @@ def render(result: UnifiedExecResult) -> str:
 def failure(tool: str, error: BaseException) -> str:
     """A refused call as Codex words it to the model: `<tool> failed: <reason>`, one line."""
     reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return f"{tool} failed: {reason}"
+    return one_line(f"{tool} failed: {reason}")
 
 
 def _fields(arguments, known: set[str]) -> dict:
@@ -188,7 +189,7 @@ def _fields(arguments, known: set[str]) -> dict:
         raise ProfileError(f"arguments must be an object, not {type(arguments).__name__}")
     unknown = sorted(set(arguments) - known)
     if unknown:
-        raise ProfileError(f"unknown argument {unknown[0]!r}; expected {', '.join(sorted(known))}")
+        raise ProfileError(f"unknown argument {quoted(unknown[0])}; expected {', '.join(sorted(known))}")
     return {key: value for key, value in arguments.items() if value is not None}
 
 
@@ -207,5 +208,5 @@ def _count(fields: dict, name: str, default: int | None) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ProfileError(f"{name} must be a non-negative integer, not {value!r}")
+        raise ProfileError(f"{name} must be a non-negative integer, not {quoted(value)}")
     return value

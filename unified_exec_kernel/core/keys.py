@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterable
+from .errors import quoted
 
 NAMED_KEYS = {
     "Enter": "\r",
@@ -44,7 +45,7 @@ def key_bytes(name: str) -> str:
         control = {"@": "\x00", "[": "\x1b", "\\": "\x1c", "]": "\x1d", "^": "\x1e", "_": "\x1f", "?": "\x7f"}
         if char in control:
             return control[char]
-    raise ValueError(f"unknown key {name!r}: use C-<letter> or one of {', '.join(NAMED_KEYS)}")
+    raise ValueError(f"unknown key {quoted(name)}: use C-<letter> or one of {', '.join(NAMED_KEYS)}")
 
 
 def keys_text(names: Iterable[str]) -> str:
@@ -64,7 +65,7 @@ def signal_number(name: str | int) -> int:
         elif full in signal.Signals.__members__:
             number = int(signal.Signals[full])
     if number not in _NAMED_SIGNALS:
-        raise ValueError(f"unknown signal {name!r}: use a name like INT, TERM, KILL or a number")
+        raise ValueError(f"unknown signal {quoted(name)}: use a name like INT, TERM, KILL or a number")
     return number
 
 

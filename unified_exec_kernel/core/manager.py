@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .output.buffer import UNIFIED_EXEC_OUTPUT_MAX_BYTES
 from .output.readers import Readers
 from .completion.collect import Collected, WaitFor, collect, compile_until
-from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError
+from .errors import CreateSessionError, InvalidSessionNameError, MissingCommandLineError, UnknownSessionIdError, quoted
 from .models import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
@@ -289,7 +289,7 @@ class UnifiedExecSessionManager:
         cwd, env = _as_path(argv, cwd), _as_environment(argv, env)
         _check_no_nul(argv, cwd, env)
         if cwd is not None and not os.path.isdir(cwd):
-            raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {cwd}"))
+            raise CreateSessionError(argv, NotADirectoryError(f"no such directory: {quoted(cwd)}"))
         self._make_room()
         environment = {**self._inherited_env(), "TERM": "xterm-256color", **self.env, **env}
         nonce = None
@@ -342,10 +342,10 @@ class UnifiedExecSessionManager:
         if name is None:
             return
         if not _NAME.fullmatch(name):
-            raise InvalidSessionNameError(f"{name!r} cannot name a session: {NAME_RULE}")
+            raise InvalidSessionNameError(f"{quoted(name)} cannot name a session: {NAME_RULE}")
         holder = self._sessions.get(self._names.get(name, -1))
         if holder is not None and holder.session.alive:
-            raise InvalidSessionNameError(f"the name {name!r} is held by running session {holder.session.session_id}")
+            raise InvalidSessionNameError(f"the name {quoted(name)} is held by running session {holder.session.session_id}")
 
     def _inherited_env(self) -> dict[str, str]:
         if not self.env_remove:
@@ -436,7 +436,7 @@ class UnifiedExecSessionManager:
         if requested is None:
             return default, ""
         if not requested >= 0:  # NaN too
-            raise ValueError(f"timeout must be 0 or more milliseconds, not {requested!r}")
+            raise ValueError(f"timeout must be 0 or more milliseconds, not {quoted(requested)}")
         if requested > maximum:
             return maximum, (
                 f"Warning: requested timeout {requested}ms exceeds maximum of "
@@ -642,7 +642,7 @@ def _as_environment(argv: list[str], env) -> dict[str, str]:
         if not isinstance(key, str):
             raise CreateSessionError(argv, TypeError(f"an environment variable's name must be a str, not {type(key).__name__}"))
         if not isinstance(value, (str, os.PathLike)):
-            raise CreateSessionError(argv, TypeError(f"environment variable {key!r} must be a str (or os.PathLike), not {type(value).__name__}"))
+            raise CreateSessionError(argv, TypeError(f"environment variable {quoted(key)} must be a str (or os.PathLike), not {type(value).__name__}"))
         environment[key] = os.fsdecode(value)
     return environment
 
@@ -652,7 +652,7 @@ def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | Non
     where = [f"argument {index}" for index, arg in enumerate(argv) if "\0" in arg]
     if cwd is not None and "\0" in cwd:
         where.append("the working directory")
-    where += [f"environment variable {key!r}" for key, value in (env or {}).items() if "\0" in key or "\0" in value]
+    where += [f"environment variable {quoted(key)}" for key, value in (env or {}).items() if "\0" in key or "\0" in value]
     if where:
         raise CreateSessionError(argv, ValueError(f"a NUL byte in {', '.join(where)}"))
 

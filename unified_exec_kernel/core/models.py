@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from .errors import quoted
 
 DEFAULT_TIMEOUT_MS = 1_000
 MAX_TIMEOUT_MS = 60_000
@@ -43,12 +44,12 @@ class UnifiedExecRequest:
             raise TypeError("input_chunks must be a list of strings")
         named = isinstance(self.session_id, str) and self.session_id and not self.session_id.isdigit()
         if self.session_id is not None and not (_is_int(self.session_id) or named):
-            raise TypeError(f"session_id must be an integer, a name or None, not {self.session_id!r}")
+            raise TypeError(f"session_id must be an integer, a name or None, not {quoted(self.session_id)}")
         for field_name in ("timeout_ms", "quiet_ms"):
             value = getattr(self, field_name)
             if value is not None:
                 if not _is_int(value):
-                    raise TypeError(f"{field_name} must be an integer, not {value!r}")
+                    raise TypeError(f"{field_name} must be an integer, not {quoted(value)}")
                 if value < 0:
                     raise ValueError(f"{field_name} must be 0 or more, not {value}")
 

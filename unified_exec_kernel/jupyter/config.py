@@ -18,6 +18,7 @@ from ..core.journal.lifetime import open_own_dir
 from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from ..core.session import HOLD_S, SCROLLBACK_BYTES
+from ..core.errors import quoted
 
 
 class UnifiedExec(Configurable):
@@ -60,15 +61,15 @@ class UnifiedExec(Configurable):
     def _valid_env(self, proposal):
         for key, value in proposal["value"].items():
             if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-                raise TraitError(f"UnifiedExec.env: {key!r} is not an environment variable name")
+                raise TraitError(f"UnifiedExec.env: {quoted(key)} is not an environment variable name")
             if not isinstance(value, str) or "\0" in value:
-                raise TraitError(f"UnifiedExec.env[{key!r}] must be a string without NUL bytes")
+                raise TraitError(f"UnifiedExec.env[{quoted(key)}] must be a string without NUL bytes")
         return proposal["value"]
 
     @validate("shell")
     def _valid_shell(self, proposal):
         if shutil.which(proposal["value"]) is None:
-            raise TraitError(f"UnifiedExec.shell: {proposal['value']!r} is not a program on PATH")
+            raise TraitError(f"UnifiedExec.shell: {quoted(proposal['value'])} is not a program on PATH")
         return proposal["value"]
 
     def journal_base(self) -> str:

@@ -17,6 +17,7 @@ from ..core.journal.playback import Playback
 from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 from .loaded import LoadedWidget
+from ..core.errors import quoted
 
 
 class ReplayWidget(LoadedWidget):
@@ -41,7 +42,7 @@ class ReplayWidget(LoadedWidget):
             self.send({"type": "recording", "events": len(self._played.events)}, buffers=[events])
         else:
             kind = content.get("type") if isinstance(content, dict) else type(content).__name__
-            self.send({"type": "error", "error": "BadRequest", "message": f"a replay answers `recording` only, not {kind!r}"})
+            self.send({"type": "error", "error": "BadRequest", "message": f"a replay answers `recording` only, not {quoted(kind)}"})
 
     def _repr_mimebundle_(self, **kwargs):
         bundle, metadata = super()._repr_mimebundle_(**kwargs)

@@ -30,6 +30,7 @@ from ..core.models import command_line
 from .kernel_links import KernelGone, KernelLinks
 from .notify import Notifier
 from .standalone import _ESCAPES, _int, _key, _only, page_request
+from ..core.errors import quoted
 
 REPLY_TYPES = {"result", "error", "sessions", "ok", "journal", "fired"}
 WATCH_MS = 3_600_000  # the kernel's longest watch; a watch that times out is re-armed
@@ -53,9 +54,9 @@ def connection_file_of(kernel: str) -> str:
     if not found:
         found = sorted(set(running_connection_files(f"kernel-{kernel}")))
     if not found:
-        raise LookupError(f"no running kernel {kernel!r} in {runtime}, nor among this user's running kernels")
+        raise LookupError(f"no running kernel {quoted(kernel)} in {runtime}, nor among this user's running kernels")
     if len(found) > 1:
-        raise LookupError(f"{kernel!r} names {len(found)} kernels; give more of its id")
+        raise LookupError(f"{quoted(kernel)} names {len(found)} kernels; give more of its id")
     return found[0]
 
 
@@ -104,7 +105,7 @@ def kernel_on_server(server: str, token: str | None, kernel: str) -> str:
         raise ConnectionError(f"no Jupyter server answers at {server}: {error}") from None
     found = [entry["id"] for entry in kernels if entry.get("id", "").startswith(kernel)]
     if len(found) != 1:
-        raise LookupError(f"{server} runs {'no kernel' if not found else f'{len(found)} kernels'} with id {kernel!r}")
+        raise LookupError(f"{server} runs {'no kernel' if not found else f'{len(found)} kernels'} with id {quoted(kernel)}")
     return found[0]
 
 
@@ -268,7 +269,7 @@ class AttachedEngine:
         if isinstance(session_id, int) and session_id not in listed:
             raise LookupError(f"no session with id {session_id}")
         self._watch(session_id, pattern)
-        return f"watching session {session_id} for lines matching {pattern!r}; its exit is notified too"
+        return f"watching session {session_id} for lines matching {quoted(pattern)}; its exit is notified too"
 
     def _watch(self, session_id: int | str, pattern: str | None) -> None:
         task = asyncio.ensure_future(self._watching(session_id, pattern))

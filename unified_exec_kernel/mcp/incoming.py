@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import mcp_types as types
 
+from ..core.errors import one_line
+
 LINE_LIMIT = 16 * 1024 * 1024
 """One message, at most: a write_stdin's `chars` (1 MiB) fits even escaped as \\uXXXX (6 MiB)."""
 
@@ -77,6 +79,7 @@ def check(line: bytes | TooLong) -> tuple[str | None, bytes | None, str | None]:
 
 
 def _refuse(text: str, message, code: int | None, why: str, *, tool_error: bool = False) -> tuple[None, bytes | None, str]:
+    why = one_line(why)
     keys = message if isinstance(message, dict) else top_level(text)
     request_id = _id_of(keys)
     if request_id is None or "result" in keys or "error" in keys:

@@ -7,6 +7,8 @@ import asyncio
 import logging
 import sys
 
+from .stderr_log import StderrLines
+
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -25,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, handlers=[StderrLines()])
     from .server import serve
 
     if args.kernel or args.connection_file:

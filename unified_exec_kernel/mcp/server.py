@@ -23,6 +23,7 @@ from ..core import codex_profile as codex
 from .notify import Notifier
 from .stdio import serve_stdio
 from .tools import TOOLS
+from ..core.errors import one_line, quoted
 
 log = logging.getLogger(__name__)
 
@@ -55,21 +56,22 @@ class Service:
         arguments = params.arguments or {}
         method = getattr(self.engine, name, None) if name in TOOLS else None
         if method is None:
-            return _error(f"unknown tool {name!r}; expected one of {', '.join(TOOLS)}")
+            return _error(f"unknown tool {quoted(name)}; expected one of {', '.join(TOOLS)}")
         try:
             answer = await method(dict(arguments))
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - one line to the model, the server lives on
-            if not isinstance(error, (ValueError, TypeError, LookupError, OSError, OverflowError)):
-                log.exception("uexec mcp: %s failed", name)
-            return _error(codex.failure(name, error))
+            failed = codex.failure(name, error)
+            log.warning("uexec mcp: %s", failed)  # the handler (stderr_log.py) writes one bounded line, or none while stderr is full
+            log.debug("uexec mcp: %s failed", name, exc_info=error)
+            return _error(failed)
         text = answer if isinstance(answer, str) else json.dumps(answer, indent=1)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
 def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(text))], is_error=True)
 
 
 async def serve(make_engine) -> None:

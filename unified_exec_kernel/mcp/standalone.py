@@ -27,6 +27,7 @@ from ..core.agent_format import shell_exit_status
 from ..core.process.stats import session_stats
 from ..core.session import PtySession
 from .notify import Notifier
+from ..core.errors import quoted
 
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
 
@@ -117,7 +118,7 @@ class StandaloneEngine:
         session.on_exit(lambda _session: unsubscribe())
         unsubscribe = session.subscribe(on_output)
         self._notify_exit(session)
-        return f"watching session {session_id} for lines matching {pattern!r}; its exit is notified too"
+        return f"watching session {session_id} for lines matching {quoted(pattern)}; its exit is notified too"
 
     def _notify_exit(self, session: PtySession) -> None:
         if session.session_id in self._watched:
@@ -200,7 +201,7 @@ def _int(arguments: dict, name: str) -> int | None:
 def _only(arguments: dict, known: set[str]) -> None:
     unknown = sorted(set(arguments) - known)
     if unknown:
-        raise ValueError(f"unknown argument {unknown[0]!r}; expected {', '.join(sorted(known))}")
+        raise ValueError(f"unknown argument {quoted(unknown[0])}; expected {', '.join(sorted(known))}")
 
 
 def _no_arguments(arguments: dict) -> None:

@@ -19,6 +19,7 @@ a value.
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import signal
 
@@ -30,7 +31,7 @@ from IPython.display import display
 from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
 from .cell_run import CellRequest, run_in_cell
 from ..core.completion.collect import compile_until
-from ..core.errors import UnifiedExecError
+from ..core.errors import UnifiedExecError, one_line, quoted
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
@@ -42,6 +43,19 @@ from .sessions import Turn
 def _session_key(text: str) -> int | str:
     """A session is named by its id or its name."""
     return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _one_line(run):
+    """A magic's UsageError as one bounded line, whatever was typed (argparse and the engine echo what they were given)."""
+
+    @functools.wraps(run)
+    async def bounded(*args, **kwargs):
+        try:
+            return await run(*args, **kwargs)
+        except UsageError as error:
+            raise UsageError(one_line(error)) from None
+
+    return bounded
 
 
 def _plain_usage(magic):
@@ -105,12 +119,13 @@ class UnifiedExecMagics(Magics):
         """
         run_blocking(self.run_uexec(line, cell))
 
+    @_one_line
     async def run_uexec(self, line: str, cell: str | None, more: bool = False) -> None:
         """`more`: code follows this line in its cell (the rewrite knows), which an interrupt skips."""
         options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
         args = _parse(self.uexec, options)
         if args.out is not None and not args.out.isidentifier():
-            raise UsageError(f"--out needs a variable name, not {args.out!r}")
+            raise UsageError(f"--out needs a variable name, not {quoted(args.out)}")
         request = self._request(args, body)
         result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:
@@ -183,6 +198,7 @@ class UnifiedExecMagics(Magics):
         """Stop a session (every process in it), or send it a signal."""
         run_blocking(self.run_uexec_kill(line))
 
+    @_one_line
     async def run_uexec_kill(self, line: str) -> None:
         args = _parse(self.uexec_kill, line)
         if (args.session is None) == (not args.all):
@@ -225,6 +241,7 @@ class UnifiedExecMagics(Magics):
         """
         run_blocking(self.run_uexec_output(line))
 
+    @_one_line
     async def run_uexec_output(self, line: str) -> None:
         args = _parse(self.uexec_output, line)
         from . import journal_pages  # with the renderer (pyte): at the first read, not at every kernel start
@@ -265,6 +282,7 @@ class UnifiedExecMagics(Magics):
         """Write a session's journal (so far, or all of it once the program ended) as an asciicast recording."""
         run_blocking(self.run_uexec_record(line))
 
+    @_one_line
     async def run_uexec_record(self, line: str) -> None:
         args = _parse(self.uexec_record, line)
         from . import journal_pages
@@ -283,6 +301,7 @@ class UnifiedExecMagics(Magics):
         """Play a recording in the notebook: play/pause, speed, seek, and a chapter per command the shell ran."""
         run_blocking(self.run_uexec_replay(line))
 
+    @_one_line
     async def run_uexec_replay(self, line: str) -> None:
         args = _parse(self.uexec_replay, line)
         if args.idle < 0:
@@ -358,7 +377,7 @@ def _environment(pairs: list[str] | None) -> dict[str, str] | None:
     for pair in pairs:
         key, equals, value = pair.partition("=")
         if not equals or not key or "\0" in pair:
-            raise UsageError(f"--env needs KEY=VALUE, not {pair!r}")
+            raise UsageError(f"--env needs KEY=VALUE, not {quoted(pair)}")
         environment[key] = value
     return environment
 

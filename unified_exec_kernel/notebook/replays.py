@@ -17,6 +17,7 @@ from IPython.display import display
 from ..core.journal import JournalNotFound, JournalStore, open_journal
 from ..core.journal.reader import UNEXPECTED, as_given, unreadable
 from ..core.journal.playback import Playback, TooLargeToPlay, playback
+from ..core.errors import quoted
 
 
 async def show_replay(store: JournalStore | None, source: str, views, *, idle_limit: float | None) -> None:
@@ -42,12 +43,12 @@ def _recording(store: JournalStore | None, source: str) -> tuple[str, str, str |
     if mode is not None and not stat.S_ISDIR(mode):
         return path, os.path.basename(path), source
     if store is None:
-        raise UsageError(f"no file {source!r}, and journals are off in this kernel (c.UnifiedExec.journal = False)")
+        raise UsageError(f"no file {quoted(source)}, and journals are off in this kernel (c.UnifiedExec.journal = False)")
     key: int | str = int(source) if source.isdigit() else source
     try:
         entry = store.find(key)
     except JournalNotFound as error:
-        raise UsageError(f"no file {source!r}" + (" (a directory)" if mode is not None else "") + f", and {error}") from None
+        raise UsageError(f"no file {quoted(source)}" + (" (a directory)" if mode is not None else "") + f", and {error}") from None
     return entry.path, " ".join(entry.command) if entry.command else entry.label, None
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.completion.collect import compile_until
-from ..core.errors import StdinClosedError, UnifiedExecError, UnknownSessionIdError
+from ..core.errors import StdinClosedError, UnifiedExecError, UnknownSessionIdError, quoted
 from ..core.journal.paging import PageRequest, parse_range
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
@@ -253,7 +253,7 @@ def _ms(seconds: float | None, what: str) -> int | float | None:
         return None
     # `seconds != seconds`: NaN, which no comparison refuses and no wait can mean.
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or seconds != seconds or seconds < 0:
-        raise ValueError(f"{what} must be 0 or more seconds, not {seconds!r}")
+        raise ValueError(f"{what} must be 0 or more seconds, not {quoted(seconds)}")
     ms = seconds * 1000
     return ms if ms == math.inf else round(ms)
 

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 
 from ..core.manager import UnifiedExecSessionManager
-from ..core.errors import WriteToStdinError
+from ..core.errors import WriteToStdinError, quoted
 from ..core.session import HOLD_S, PtySession
 from . import frames, messages, sizes
 from .endpoint import Endpoint
@@ -183,7 +183,7 @@ class DirectConnection(asyncio.Protocol):
             elif kind == frames.TEXT:
                 self.endpoint.receive_text(payload)
             else:
-                self.endpoint.refuse(f"unknown frame kind {kind.decode('latin-1')!r}; a page sends T or I")
+                self.endpoint.refuse(f"unknown frame kind {quoted(kind.decode('latin-1'))}; a page sends T or I")
         if self._reader.too_large is not None:
             # The stream cannot be trusted past a length this wrong: say why, then hang up.
             self.endpoint.refuse(str(self._reader.too_large))

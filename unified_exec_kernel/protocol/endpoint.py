@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection
 from ..core import codex_profile
 from ..core.agent_format import format_for_agent
 from ..core.output.batcher import Batcher
-from ..core.errors import UnifiedExecError
+from ..core.errors import UnifiedExecError, one_line, quoted
 from ..core.manager import UnifiedExecSessionManager
 from ..core.session import PtySession
 from ..core.completion.collect import compile_until
@@ -125,7 +125,7 @@ class Endpoint:
         kind = data.get("type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            raise BadRequest(f"unknown message type {kind!r}; expected one of {', '.join(self._handlers)}")
+            raise BadRequest(f"unknown message type {quoted(kind)}; expected one of {', '.join(self._handlers)}")
         messages.check_request_id(data)
         return handler
 
@@ -142,8 +142,8 @@ class Endpoint:
             name = BadRequest.name
         else:
             name = "Internal"
-            log.error("uexec protocol: %s request failed", data.get("type") if isinstance(data, dict) else data, exc_info=error)
-        text = str(error).splitlines()[0] if str(error) else name
+            log.error("uexec protocol: %s request failed", quoted(data.get("type") if isinstance(data, dict) else data), exc_info=error)
+        text = one_line(str(error).splitlines()[0]) if str(error) else name
         self.send(messages.error(rid, name, text, messages.named_session(data)))
 
     def _session_of(self, data: dict) -> PtySession:
@@ -232,7 +232,7 @@ class Endpoint:
         if rid is None:
             raise BadRequest("watch needs a request_id: unwatch and fired name the watch by it")
         if rid in self.watches:
-            raise BadRequest(f"a watch with request_id {rid!r} is already running")
+            raise BadRequest(f"a watch with request_id {quoted(rid)} is already running")
         session = self.manager.session(messages.session_key(data))
         conditions = {
             "until": messages.optional_str(data, "until"),
@@ -261,7 +261,7 @@ class Endpoint:
         watched_id = data.get("watch_id")
         watch = self.watches.pop(watched_id, None)
         if watch is None:
-            raise BadRequest(f"no watch with request_id {watched_id!r}")
+            raise BadRequest(f"no watch with request_id {quoted(watched_id)}")
         watch.cancel()
         self.send({"type": "ok", "request_id": rid, "watch_id": watched_id})
 

@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..process.spawn import HANDOFF_FD
+from ..errors import quoted
 
 SCRIPTS = Path(__file__).with_name("shell_scripts")
 BASH_SCRIPT = SCRIPTS / "bash-integration.sh"
@@ -104,7 +105,7 @@ def integrate(
     inherits the bootstrap stays unintegrated.
     """
     if not _NONCE.fullmatch(nonce):
-        raise ValueError(f"shell integration nonce must be 1-64 letters, digits, '-' or '_', not {nonce!r}")
+        raise ValueError(f"shell integration nonce must be 1-64 letters, digits, '-' or '_', not {quoted(nonce)}")
     if not argv:
         return None
     program = os.path.basename(argv[0])

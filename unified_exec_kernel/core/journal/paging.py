@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .index import Command
 from .reader import Journal
+from ..errors import quoted
 
 MAX_PAGE_BYTES = 1024 * 1024
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])|\r")
@@ -64,7 +65,7 @@ def parse_range(text: str, what: str) -> tuple[int, int | None]:
         start = int(first)
         end = (int(last) if last else None) if colon else start
     except ValueError:
-        raise PageError(f"{what} takes A:B (whole numbers), not {text!r}") from None
+        raise PageError(f"{what} takes A:B (whole numbers), not {quoted(text)}") from None
     return start, end
 
 
@@ -214,5 +215,5 @@ def _grep(lines: Iterator[str], pattern: re.Pattern, context: int, first: int, m
             shown.append((prefix, text))
         last_shown = number
     if not matches:
-        notes.append(f"no line matches {pattern.pattern!r}")
+        notes.append(f"no line matches {quoted(pattern.pattern)}")
     return shown

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..errors import UnifiedExecError
+from ..errors import MESSAGE_LIMIT, UnifiedExecError, one_line, quoted
 from ..process.forks import close_fd, drop_in_child
 from ..session import PtySession
 from . import format as cast
@@ -183,10 +183,10 @@ class JournalStore:
         if entry is not None and entry.file.removed is not None:
             gone, entry = entry.file.removed, None
         if entry is None:
-            shown = repr(key) if isinstance(key, str) else str(key)
+            shown = quoted(key) if isinstance(key, str) else str(key)
             if gone is not None:
                 raise JournalNotFound(f"the journal of session {shown} is gone: {gone}")
-            listing = ", ".join(known) if known else "none"
+            listing = one_line(", ".join(known), MESSAGE_LIMIT // 2) if known else "none"
             raise JournalNotFound(f"no journal for session {shown} (journals: {listing})")
         return entry
 

@@ -22,6 +22,7 @@ import struct
 import termios
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from ..errors import quoted
 
 # Every signal the child may inherit as ignored (Python ignores SIGPIPE; a
 # kernel may ignore SIGINT) goes back to its default, as in a fresh login.
@@ -73,7 +74,7 @@ def spawn_pty(
     if backend == "posix_spawn" and cwd is not None:
         backend = "ptyprocess"
     if backend not in ("posix_spawn", "ptyprocess"):
-        raise ValueError(f"unknown spawn backend {backend!r}: use 'posix_spawn' or 'ptyprocess'")
+        raise ValueError(f"unknown spawn backend {quoted(backend)}: use 'posix_spawn' or 'ptyprocess'")
     # posix_spawn dups it to HANDOFF_FD (a dup onto itself would keep close-on-exec);
     # ptyprocess keeps it where it is when that is HANDOFF_FD (see _spawn_ptyprocess).
     handoff_fd = None if handoff is None else _pipe_holding(handoff, HANDOFF_FD + (backend == "posix_spawn"))

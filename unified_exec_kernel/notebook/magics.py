@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import shlex
 import signal
 
 from IPython.core.error import UsageError
@@ -35,6 +34,7 @@ from ..core.errors import UnifiedExecError, one_line, quoted
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
+from . import shell_words
 from .blocking import run_blocking
 from .session_table import SessionTable
 from .sessions import Turn
@@ -171,7 +171,7 @@ class UnifiedExecMagics(Magics):
                 raise UsageError("--shell needs a script in the cell body")
             return [self.shell_program, "-c", body.rstrip("\n")]
         try:
-            argv = shlex.split(body)
+            argv = shell_words.split(body)
         except ValueError as error:
             raise UsageError(f"cannot split the command line: {error}") from None
         if not argv:
@@ -180,6 +180,7 @@ class UnifiedExecMagics(Magics):
 
     # -- %uexec_sessions / %uexec_kill ---------------------------------------
 
+    @no_var_expand  # as every uexec magic: IPython's expansion is quadratic in the line's length
     @line_magic
     def uexec_sessions(self, line=""):
         """Show the sessions of this kernel: id, command, pid, state, exit code, age."""
@@ -318,25 +319,25 @@ def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, s
     value, as the magic's own parser defines them; `--` ends them too. Only
     the options are tokenised (as a shell would), never the body.
     """
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    values_due = 0
+    tokens = shell_words.words(line)  # lazily: the body is never tokenised
+    end = values_due = 0
     while True:
-        start = _skip_blanks(line, lexer.instream.tell())
+        start = _skip_blanks(line, end)
         if start >= len(line):
             return line, ""
         if not values_due and not line.startswith("-", start):
             return line[:start], line[start:]
         try:
-            token = lexer.get_token()
+            token, end = next(tokens)
+        except StopIteration:
+            return line, ""
         except ValueError as error:
             raise UsageError(f"cannot read the options: {error}") from None
         if values_due:
             values_due -= 1
             continue
         if token == "--":
-            return line[:start], line[_skip_blanks(line, lexer.instream.tell()) :]
+            return line[:start], line[_skip_blanks(line, end) :]
         action = _option(parser, token)
         if action is None:
             continue  # not ours: the parser will say so
@@ -349,7 +350,7 @@ def split_line_magic(parser: argparse.ArgumentParser, line: str) -> tuple[str, s
 def _parse(magic, line: str):
     """The options as a shell would split them (IPython's own splitter keeps the quotes)."""
     try:
-        words = shlex.split(line)
+        words = shell_words.split(line)
     except ValueError as error:  # an unbalanced quote
         raise UsageError(f"cannot read the options: {error}") from None
     return magic.parser.parse_args(words)  # its errors are UsageErrors

@@ -54,6 +54,7 @@ from ..core.models import SessionInfo, UnifiedExecResult, exit_state
 from ..core.process.forks import this_process_only
 from ..jupyter.bridge import Bridge
 from ..protocol.notices import noticeboard
+from . import shell_words
 from .blocking import run_blocking
 from .cell_output import CellOutput
 
@@ -235,7 +236,7 @@ def _argv(command: str | Sequence[str]) -> list[str]:
     """A string is split as a shell would split it (not run by one: `["bash", "-c", script]` for that)."""
     if isinstance(command, str):
         try:
-            return shlex.split(command)
+            return shell_words.split(command)
         except ValueError as error:
             raise ValueError(f"cannot split the command line: {error}") from None
     return builtins.list(command)

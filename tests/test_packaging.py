@@ -39,7 +39,6 @@ from .conftest import kill_processes, processes_marked
 
 REPO = Path(__file__).resolve().parent.parent
 TOUR = REPO / "examples" / "tour.ipynb"
-PORT = 8765  # the tour's web server
 KERNEL = "uexec"
 LABEXT = "unified-exec-kernel"
 MARK = "UEXEC_PACKAGING_TEST"  # environment variable naming the test's temp dir
@@ -87,18 +86,11 @@ finally:
 # -- processes and the port -------------------------------------------------
 
 
-def _port_is_free(port: int = PORT) -> bool:
+def _port_is_free(port: int) -> bool:
     """Nobody listens there (a bind probe would trip over a previous run's TIME_WAIT)."""
     with socket.socket() as probe:
         probe.settimeout(2)
         return probe.connect_ex(("127.0.0.1", port)) != 0
-
-
-def _require_free_port() -> None:
-    assert _port_is_free(), (
-        f"something already listens on 127.0.0.1:{PORT}; the tour starts its web server there. "
-        f"Stop it (e.g. `ss -ltnp 'sport = :{PORT}'` shows who) and run again."
-    )
 
 
 def _marked(value: str) -> list[psutil.Process]:
@@ -254,7 +246,6 @@ def _check_labextension(box: Sandbox, venv: Path) -> None:
 
 def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
     """The tour runs on the uexec kernel of this venv, shows what its prose says, and leaves nothing behind."""
-    _require_free_port()
     work = box.root / "tour"
     work.mkdir()
     shutil.copy2(TOUR, work / "tour.ipynb")
@@ -283,7 +274,10 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
 
     assert "\nhello from sh\n" in text("tour-echo") and "command exited with code 0" in text("tour-echo")
     assert "\nthe answer is 42\n" in text("tour-python-print")
-    assert f"Serving HTTP on 127.0.0.1 port {PORT}" in text("tour-server-start")
+    serving = re.search(r"Serving HTTP on 127\.0\.0\.1 port (\d+)", text("tour-server-start"))
+    assert serving, text("tour-server-start")  # on a port the system picked: never one another user holds
+    port = int(serving[1])
+    assert text("tour-url") == f"http://127.0.0.1:{port}/\n"
     agent = text("tour-agent")
     assert re.match(
         r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\nOriginal token count: \d+\nOutput:\n",
@@ -294,10 +288,10 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
 
     # nbclient shut the kernel down: nothing this test started runs, nobody listens on the port
     deadline = time.monotonic() + 10
-    while (_marked(box.marker) or not _port_is_free()) and time.monotonic() < deadline:
+    while (_marked(box.marker) or not _port_is_free(port)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _describe(_marked(box.marker)) == []
-    assert _port_is_free(), f"something still listens on 127.0.0.1:{PORT} after the tour"
+    assert _port_is_free(port), f"something still listens on 127.0.0.1:{port} after the tour"
 
 
 # -- the tests ---------------------------------------------------------------
@@ -305,7 +299,6 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
 
 @pytest.mark.timeout(900)
 def test_wheel_installs_everything_in_a_fresh_environment(sandbox, tour_runner):
-    _require_free_port()
     box = sandbox
 
     # one wheel, built as pip builds it (isolated build; npm runs if the prebuilt extension is absent)
@@ -407,7 +400,6 @@ def _copy_sources(dest: Path) -> None:
 
 @pytest.mark.timeout(900)
 def test_binder_install_steps_then_the_tour(sandbox, tour_runner):
-    _require_free_port()
     box = sandbox
     assert shutil.which("node") and shutil.which("npm"), "Binder's environment.yml has nodejs; this test needs node and npm on PATH"
 

@@ -1,5 +1,5 @@
 from unified_exec_kernel import UnifiedExecResult
-from unified_exec_kernel.notebook.cell_output import _update_interval, interrupted_line, status_line
+from unified_exec_kernel.notebook.cell_output import CellOutput, _update_interval, interrupted_line, status_line
 
 
 def test_status_line_for_a_running_session():
@@ -105,3 +105,14 @@ def test_a_cut_output_is_drawn_as_the_parser_draws_it_whatever_it_holds():
         sample = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
         output, _ = truncate_middle(sample * rng.randint(1, 200), rng.randint(40, 2000))
         assert CellOutput.rendered(UnifiedExecResult(None, output)).output == render_terminal_text(output), repr(sample)
+
+
+def test_python_gets_what_a_typed_command_printed_and_raw_gets_the_transcript():
+    transcript = "echo hi\r\n\x1b[?2004l\rhi\r\n\x1b[?2004h$ "
+    typed = UnifiedExecResult(session_id=0, output=transcript, command_output="hi\r\n", command_exit_code=0, ended_by="command")
+    shown = CellOutput.for_python(typed)
+    assert (shown.output, shown.command_output, shown.command_exit_code) == ("hi\n", "hi\n", 0)
+    assert CellOutput.for_python(typed, raw=True) is typed
+    program = UnifiedExecResult(session_id=None, output="Linux\r\n", exit_code=0, ended_by="exit")
+    assert CellOutput.for_python(program).output == "Linux\n"  # every result's lines end in \n
+    assert "command_output" not in repr(shown)  # the output, once

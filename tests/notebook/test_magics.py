@@ -168,6 +168,23 @@ def test_out_stores_the_result_in_the_namespace(kernel):
     assert kernel.run("print(r.exit_code, r.session_id, 'stored' in r.output)").strip() == "4 None True"
 
 
+def test_run_cell_magic_and_autoawait_off_wait_in_place_with_out_set_for_the_next_line(kernel):
+    # As docs/troubleshooting.md says: no cell awaits here, so the magic waits in place; the cell ends with the command.
+    execution = kernel.execute(
+        "get_ipython().run_cell_magic('uexec', '-t 10000 --out placed', \"bash -c 'sleep 0.5; echo done'\")\n"
+        "print('after', repr(placed.output))"
+    )
+    assert execution.reply["status"] == "ok" and execution.seconds >= 0.5
+    assert re.search(r"^done\n\[exited with code 0 · \d\.\d\d s\]\nafter 'done\\n'\n$", execution.text), execution.text
+    kernel.run("%autoawait off")
+    try:
+        execution = kernel.execute("%%uexec -t 10000 --out late\nbash -c 'sleep 0.5; echo late'\n")
+        assert execution.reply["status"] == "ok" and execution.seconds >= 0.5 and execution.text.startswith("late\n")
+        assert kernel.run("print(repr(late.output))") == "'late\\n'\n"
+    finally:
+        kernel.run("%autoawait on")
+
+
 def test_agent_format_reports_as_codex_does(kernel):
     text = kernel.run("%%uexec --format agent\necho hi\n")
     assert re.match(r"Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nhi\n", text), text

@@ -52,6 +52,64 @@ def test_a_shell_started_from_python_runs_commands_and_reports_each_exit_code(ke
     assert codes == [0, 1, 2, 3]
 
 
+def test_a_typed_commands_output_is_what_it_printed_and_raw_keeps_the_whole_transcript(kernel):
+    kernel.run("said = sessions.start('bash --norc -i', name='said')")
+    kernel.run("r = said.run(\"printf 'a\\\\nb\\\\n'; echo c; (exit 3)\")")
+    # no echoed command line, no next prompt: what a check compares
+    assert value(kernel, "(r.output, r.command_output, r.command_exit_code)") == ("a\nb\nc\n", "a\nb\nc\n", 3)
+    assert value(kernel, "said.run('true').output") == ""
+    assert value(kernel, "said.run('for i in 1 2; do echo line-$i; done').output") == "line-1\nline-2\n"
+    # `raw=True`: the engine's result as it came, the transcript the cell shows around it
+    transcript = value(kernel, "said.run('echo y', raw=True).output")
+    assert transcript.startswith("echo y\r\n") and "y\r\n" in transcript[8:] and transcript.endswith("$ "), transcript
+    assert value(kernel, "said.run('echo z', raw=True).command_output").endswith("z\r\n")
+    # a program, not a command typed into a shell: all it printed, its lines ending in \n too
+    assert value(kernel, "sessions.run(['printf', 'one\\\\r\\\\ntwo']).output") == "one\ntwo"
+    kernel.run("said.kill()")
+
+
+def test_out_keeps_the_result_as_a_sessions_call_returns_it(kernel):
+    kernel.run("%%uexec --out shot\nuname -s\n")
+    assert value(kernel, "(shot.output, sessions.run(['uname', '-s']).output)") == ("Linux\n", "Linux\n")
+    kernel.run("%%uexec --name outsh --out begun\nbash --norc -i\n")
+    kernel.run("%%uexec -s outsh --out typed\necho done\n")
+    assert value(kernel, "(typed.output, typed.command_exit_code)") == ("done\n", 0)
+    assert value(kernel, "typed.output == sessions.get('outsh').run('echo done').output") is True
+    kernel.run("%%uexec -s outsh --raw --out raw\necho done\n")
+    assert value(kernel, "raw.output").startswith("echo done\r\n")
+    kernel.run("%uexec_kill outsh")
+
+
+def test_an_ended_or_killed_session_says_how_it_ended(kernel):
+    kernel.run("ends = sessions.start(['bash', '-c', 'echo bye; exit 3'])\nlast = ends.wait_for()")
+    # its exit was reported (the engine has forgotten it): the object still says how it ended
+    assert value(kernel, "(last.exit_code, ends.info.alive, ends.info.exit_code)") == (3, False, 3)
+    assert re.fullmatch(r"<Session \d+: bash -c 'echo bye; exit 3', exited with code 3>\n", kernel.run("ends"))
+    kernel.run("killed = sessions.start('bash --norc -i', name='killed')\nkilled.kill()")
+    assert value(kernel, "(killed.info.alive, killed.info.exit_code, killed.info.name)") == (False, -1, "killed")
+    assert re.fullmatch(r"<Session \d+ 'killed': bash --norc -i, exited with code -1>\n", kernel.run("killed"))
+    # whoever ended it: a handle from `get`, the session closed by the magic
+    kernel.run("sessions.start('bash --norc -i', name='other-hand')\nhandle = sessions.get('other-hand')")
+    kernel.run("%uexec_kill other-hand")
+    assert value(kernel, "(handle.info.alive, handle.info.exit_code)") == (False, -1)
+
+
+def test_commands_lists_each_typed_command_with_its_exit_code_start_and_duration(kernel):
+    kernel.run("import time\nlisted = sessions.start('bash --norc -i', name='listed')\nt0 = time.time()")
+    kernel.run("for line in ['true', '(exit 3)', 'sleep 0.3']:\n    listed.run(line)")
+    kernel.run("busy = listed.write('sleep 30\\n', timeout=0.3)\ncommands = listed.commands()\nt1 = time.time()")
+    assert value(kernel, "[(c.number, c.text, c.exit_code, c.running) for c in commands]") == [
+        (1, "true", 0, False), (2, "(exit 3)", 3, False), (3, "sleep 0.3", 0, False), (4, "sleep 30", None, True),
+    ]
+    assert value(kernel, "all(t0 <= c.started <= t1 for c in commands)") is True
+    assert value(kernel, "0.3 <= commands[2].seconds < 5 and commands[0].seconds < 0.3") is True
+    # as `%uexec_output --commands` lists them, and also once the session has ended
+    listed = kernel.run("%uexec_output listed --commands").splitlines()
+    assert [line.split()[:2] for line in listed] == [["1", "exit"], ["2", "exit"], ["3", "exit"], ["4", "running"]], listed
+    kernel.run("listed.kill()")
+    assert value(kernel, "[c.text for c in listed.commands()]") == ["true", "(exit 3)", "sleep 0.3", "sleep 30"]
+
+
 def test_the_result_repr_says_what_happened_and_shows_the_output(kernel):
     text = kernel.run("sessions.run(['echo', 'hello repr'])")
     assert re.fullmatch(r"UnifiedExecResult\(session_id=None, exit_code=0, wall_time=\d+\.\d\d, .*ended_by='exit', output='hello repr\\n'\)\n", text), text
@@ -68,7 +126,7 @@ def test_awaitable_twins_give_the_same_results(kernel):
         "await ash.kill_async()\n"
         "one = await sessions.run_async('bash -c \"exit 7\"')\n"
     )
-    assert value(kernel, "ar.command_exit_code") == 5 and "\n42\n" in value(kernel, "ar.output")
+    assert value(kernel, "ar.command_exit_code") == 5 and value(kernel, "ar.output") == "42\n"
     assert value(kernel, "aw.ended_by") in ("match", "command")
     assert "apysh" in value(kernel, "listed")
     assert value(kernel, "again.id == ash.id") is True
@@ -122,7 +180,7 @@ def test_a_signal_reaches_the_foreground_program(kernel):
     # the program says it runs (then becomes `sleep`, in the same process group): it holds the terminal.
     kernel.run("sg = sessions.start('bash --norc -i', name='signalled')\nsg.write(\"bash -c 'echo begun; exec sleep 100'\\n\", until='^begun$')")
     kernel.run("sg.kill('INT')")
-    assert "130" in value(kernel, "sg.run('echo $?').output.splitlines()[1:]")
+    assert value(kernel, "sg.run('echo $?').output") == "130\n"
     kernel.run("sg.kill()")
 
 
@@ -250,9 +308,9 @@ def test_in_a_plain_ipython_kernel_after_load_ext():
         assert execution.reply["evalue"] == "load the extension first: %load_ext unified_exec_kernel"
         k.run("%load_ext unified_exec_kernel")
         text = k.run("s = sessions.start(['bash', '--norc', '-i'])\nr = s.run('echo from-python3; (exit 4)')\nprint(r.command_exit_code, r.output)")
-        assert text.startswith("4 ") and "\nfrom-python3\n" in text
+        assert text == "4 from-python3\n\n"
         text = k.run("r = await s.run_async('echo awaited')\nprint(r.command_exit_code, r.output)")
-        assert text.startswith("0 ") and "\nawaited\n" in text
+        assert text == "0 awaited\n\n"
     finally:
         k.shutdown()
 
@@ -266,7 +324,7 @@ SCRIPT = textwrap.dedent(
     sh = sessions.start(["bash", "--norc", "-i"], env={"PS1": "$ "})
     done = sh.run("echo $((6*7)); (exit 9)")
     stays = sessions.start(["bash", "-c", "trap '' HUP; sleep 100"])
-    print(codes, done.command_exit_code, done.output.splitlines()[1], sh.output(grep="^42$").strip(), sep="|")
+    print(codes, done.command_exit_code, done.output.strip(), sh.output(grep="^42$").strip(), sep="|")
     print(stays.info.pid)
     try:
         sh.view()

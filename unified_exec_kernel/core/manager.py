@@ -488,21 +488,7 @@ class UnifiedExecSessionManager:
         return task
 
     def list_sessions(self) -> list[SessionInfo]:
-        return [
-            SessionInfo(
-                session_id=session.session_id,
-                command=list(session.command),
-                pid=session.pid,
-                alive=session.alive,
-                exit_code=session.exit_code,
-                started=session.started,
-                name=session.name,
-                kept=session.kept,
-                restarts=session.restarts,
-                note=session.note,
-            )
-            for session in (managed.session for managed in self._sessions.values())
-        ]
+        return [session_info(managed.session) for managed in self._sessions.values()]
 
     async def kill(self, session_id: int | str, sig: int | None = None) -> None:
         """Close the session (every process in it), or just send it `sig`."""
@@ -657,6 +643,22 @@ def _check_no_nul(argv: list[str], cwd: str | None, env: Mapping[str, str] | Non
         raise CreateSessionError(argv, ValueError(f"a NUL byte in {', '.join(where)}"))
 
 
+def session_info(session: PtySession) -> SessionInfo:
+    """A session as the faces list it (also once it has ended: what a face heard at its exit)."""
+    return SessionInfo(
+        session_id=session.session_id,
+        command=list(session.command),
+        pid=session.pid,
+        alive=session.alive,
+        exit_code=session.exit_code,
+        started=session.started,
+        name=session.name,
+        kept=session.kept,
+        restarts=session.restarts,
+        note=session.note,
+    )
+
+
 def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 
@@ -684,6 +686,7 @@ def _result(session: PtySession, collected: Collected, warnings: str, **counts: 
         wall_time=collected.seconds,
         original_token_count=collected.token_count,
         command_exit_code=collected.command_exit_code,
+        command_output=collected.command_output,
         ended_by=str(collected.ended_by),
         closed=session.closed,
         **counts,

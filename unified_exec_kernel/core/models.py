@@ -76,6 +76,9 @@ class UnifiedExecResult:
     # Set when `output` was cut and the session has a journal: (its name or id, start, end), the
     # output offsets of everything this request collected (`%uexec_output KEY --bytes START:END`).
     journal_range: tuple[int | str, int, int] | None = None
+    # What the commands typed into an integrated shell printed (between their C and D markers):
+    # `output` without the echoed command line and the next prompt. None when no command started.
+    command_output: str | None = None
 
     @property
     def timed_out(self) -> bool:
@@ -87,7 +90,7 @@ class UnifiedExecResult:
         shown = [f"session_id={self.session_id!r}"]
         for item in fields(self):
             value = getattr(self, item.name)
-            if item.name in ("session_id", "output") or value == item.default:
+            if item.name in ("session_id", "output", "command_output") or value == item.default:
                 continue
             shown.append(f"{item.name}={value:.2f}" if item.name == "wall_time" else f"{item.name}={value!r}")
         output = self.output if len(self.output) <= _REPR_OUTPUT else f"{self.output[: _REPR_OUTPUT // 2]}…{self.output[-_REPR_OUTPUT // 2 :]}"

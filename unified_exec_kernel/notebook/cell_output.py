@@ -95,6 +95,23 @@ class CellOutput:
         """
         return dataclasses.replace(result, output=_render_with_the_cut(result.output))
 
+    @staticmethod
+    def for_python(result: UnifiedExecResult, *, raw: bool = False) -> UnifiedExecResult:
+        """The result Python code gets (`sessions` calls, `%%uexec --out VAR`): one rule for both.
+
+        `output` is what the program printed, rendered as a cell shows it (lines end in `\n`);
+        for a command typed into an integrated shell, what the command printed (`command_output`,
+        rendered too): a check reads `make test`'s words, not the echoed line or the next
+        prompt, which the cell shows around them. `raw`: the engine's result as it came, its
+        `output` the whole transcript as the terminal sent it.
+        """
+        if raw:
+            return result
+        if result.command_output is None:
+            return CellOutput.rendered(result)
+        printed = _render_with_the_cut(result.command_output)
+        return dataclasses.replace(result, output=printed, command_output=printed)
+
     def finish_text(self, text: str) -> None:
         self._show(text)
 

@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..core.errors import UnifiedExecError
-from ..core.journal import JournalEntry, JournalError, JournalNotFound, JournalStore, open_journal
+from ..core.journal import Command, JournalEntry, JournalError, JournalNotFound, JournalStore, open_journal
 from ..core.journal.export import export
 from ..core.journal.reader import UNEXPECTED, unreadable
 from ..core.journal.paging import Page, PageError, PageRequest, page
@@ -69,10 +69,21 @@ def page_text(shown: Page, *, raw: bool = False) -> str:
     return text
 
 
-async def list_commands(store: JournalStore | None, key: int | str) -> None:
-    entry = _entry(store, key)
+async def read_commands(store: JournalStore | None, key: int | str) -> tuple[JournalEntry, list[Command]]:
+    """The commands typed into a session's shell, from its journal, once what it printed so far is
+    on disk; the engine's errors as they are. For `%uexec_output --commands` and `Session.commands()` alike."""
+    if store is None:
+        raise UnifiedExecError("journals are off in this kernel (c.UnifiedExec.journal = False)")
+    entry = store.find(key)
     await asyncio.wrap_future(store.flushed())
-    commands = await asyncio.get_running_loop().run_in_executor(None, _chapters, entry.path)
+    return entry, await asyncio.get_running_loop().run_in_executor(None, _chapters, entry.path)
+
+
+async def list_commands(store: JournalStore | None, key: int | str) -> None:
+    try:
+        entry, commands = await read_commands(store, key)
+    except (UnifiedExecError, JournalError) as error:
+        raise UsageError(str(error)) from None
     if not commands:
         print(f"session {entry.label} has no commands on record (only an integrated bash or zsh reports them)")
         return
@@ -127,12 +138,12 @@ def _entry(store: JournalStore | None, key: int | str):
         raise UsageError(str(error)) from None
 
 
-def _chapters(path: str):
+def _chapters(path: str) -> list[Command]:
     try:
         with open_journal(path) as journal:
             return journal.chapters()
     except UNEXPECTED as error:  # JournalError among them
-        raise UsageError(str(unreadable(path, error))) from None
+        raise unreadable(path, error) from None
 
 
 def _export(path: str, destination: str, version: int) -> int:

@@ -28,6 +28,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
+from .cell_output import CellOutput
 from .cell_run import CellRequest, run_in_cell
 from ..core.completion.collect import compile_until
 from ..core.errors import UnifiedExecError, one_line, quoted
@@ -103,7 +104,7 @@ class UnifiedExecMagics(Magics):
     @argument("--no-newline", action="store_true", help="write the body without its trailing newline")
     @argument("--raw", action="store_true", help="show the terminal text untouched (no rendering of \\r, colours kept as escapes)")
     @argument("--format", choices=["text", "agent"], default="text", help="agent: report as Codex's exec tool does (wall time, exit code or session id, token count, output)")
-    @argument("--out", metavar="VAR", help="store the UnifiedExecResult in this variable")
+    @argument("--out", metavar="VAR", help="store the UnifiedExecResult in this variable, as sessions.run returns it: its output what the program (or the typed command) printed, lines ending in \\n (--raw: as the terminal sent it, echo and prompt included)")
     @argument("--live", action="store_true", help="show the session in a live terminal (keeps updating after the cell; type into it)")
     @no_var_expand  # `$HOME` and `{x}` are the shell's business, not IPython's
     @line_cell_magic
@@ -128,8 +129,8 @@ class UnifiedExecMagics(Magics):
             raise UsageError(f"--out needs a variable name, not {quoted(args.out)}")
         request = self._request(args, body)
         result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
-        if args.out:
-            self.shell.user_ns[args.out] = result
+        if args.out:  # as a `sessions` call returns it (`--raw`: as it came)
+            self.shell.user_ns[args.out] = CellOutput.for_python(result, raw=args.raw)
         failed = _failure(result)
         if failed and (self.check if args.check is None else args.check):
             raise UsageError(failed)

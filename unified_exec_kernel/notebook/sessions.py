@@ -6,7 +6,7 @@
     result = sh.run("make test")                    # a UnifiedExecResult once the command is done
     result.output, result.command_exit_code, result.timed_out
     sessions.run(["ssh", host, "uptime"]).exit_code  # a program, to its exit
-    sh.wait_for(r"^ready$"); sh.output(tail=20); sh.kill(); sh.view()
+    sh.wait_for(r"^ready$"); sh.output(tail=20); sh.commands(); sh.kill(); sh.info; sh.view()
 
 Each call that waits has a plain form, which blocks the calling thread only
 (every session is read on the engine's own thread, so a blocked main thread
@@ -16,8 +16,12 @@ loop of its own (blocking.py), so it works in a cell, inside `%time` or a
 thread, and in a script. The `%%uexec` magic sends the same `Turn` through
 `take_turn`: one way to start, type and wait, whichever face asks.
 
-A result's `output` is the text as a cell shows it (`\r`s, redraws and the
-terminal's modes resolved, colours kept); `raw=True` gives it as it came.
+A result's `output` is what the program printed, as a cell shows it (`\r`s,
+redraws and the terminal's modes resolved, colours kept, lines ending in `\n`);
+for a command typed into an integrated shell, what the command printed, without
+the echoed line and the next prompt (`CellOutput.for_python`, which `%%uexec
+--out` uses too). `raw=True` gives the engine's result as it came: the whole
+transcript as the terminal sent it.
 
 Whose engine: in a kernel, the one `%load_ext unified_exec_kernel` made (the
 uexec kernel loads it); in a program with no IPython (a script), one of the
@@ -49,7 +53,8 @@ from ..core.completion.collect import compile_until
 from ..core.errors import StdinClosedError, UnifiedExecError, UnknownSessionIdError, quoted
 from ..core.journal.paging import PageRequest, parse_range
 from ..core.keys import keys_text, signal_number
-from ..core.manager import UnifiedExecSessionManager
+from ..core.journal import Command
+from ..core.manager import UnifiedExecSessionManager, session_info
 from ..core.models import SessionInfo, UnifiedExecResult, exit_state
 from ..core.process.forks import this_process_only
 from ..jupyter.bridge import Bridge
@@ -58,7 +63,7 @@ from . import shell_words
 from .blocking import run_blocking
 from .cell_output import CellOutput
 
-__all__ = ["Session", "get", "get_async", "list", "list_async", "run", "run_async", "start", "start_async"]
+__all__ = ["Session", "TypedCommand", "get", "get_async", "list", "list_async", "run", "run_async", "start", "start_async"]
 
 
 # -- the one way a request is made ---------------------------------------------
@@ -243,8 +248,53 @@ def _argv(command: str | Sequence[str]) -> list[str]:
 
 
 def _shown(result: UnifiedExecResult, raw: bool) -> UnifiedExecResult:
-    """The output as a cell shows it (`\\r`s and redraws resolved, colours kept); `raw`: as it came."""
-    return result if raw else CellOutput.rendered(result)
+    return CellOutput.for_python(result, raw=raw)
+
+
+class _End:
+    """A session's state at its exit, heard on the engine's thread when it came.
+
+    The engine forgets a session once its exit is reported (to whichever caller) or it is
+    killed; a `Session` object outlives that and still says how it ended. It keeps this
+    small record, not the session (whose buffers the engine lets go of).
+    """
+
+    info: SessionInfo | None = None
+
+    def heard(self, session) -> None:
+        self.info = session_info(session)
+
+
+def _hear_end(manager: UnifiedExecSessionManager, session_id: int) -> _End:
+    """On the engine's loop, in the trip that finds the session (an exit heard later is never missed)."""
+    end = _End()
+    manager.session(session_id).on_exit(end.heard)
+    return end
+
+
+@dataclass(frozen=True)
+class TypedCommand:
+    """A command typed into an integrated shell, from the session's journal (`%uexec_output --commands`).
+
+    `number` is the journal's (`Session.output(command=number)` pages its output), `started` a
+    `time.time()`, `seconds` how long it ran (None while it runs), `exit_code` None while it
+    runs or when the shell gave none.
+    """
+
+    number: int
+    text: str
+    exit_code: int | None
+    started: float
+    seconds: float | None
+
+    @property
+    def running(self) -> bool:
+        return self.seconds is None
+
+
+def _typed(command: Command, journal_started: float) -> TypedCommand:
+    seconds = None if command.end_time is None else command.end_time - command.time
+    return TypedCommand(command.number, command.text, command.exit_code, journal_started + command.time, seconds)
 
 
 def _ms(seconds: float | None, what: str) -> int | float | None:
@@ -268,23 +318,25 @@ _readers = itertools.count()
 class Session:
     """One session of this kernel (or of this program's engine), by id; what `start` and `get` return."""
 
-    def __init__(self, session_id: int, name: str | None, command: Sequence[str], started: UnifiedExecResult | None = None):
+    def __init__(self, session_id: int, name: str | None, command: Sequence[str], started: UnifiedExecResult | None = None, end: _End | None = None):
         self.id = session_id
         self.name = name
         self.command = builtins.list(command)
         self.started = started  # what the start's wait collected (a shell's first prompt); None if it did not wait
+        self._end = _End() if end is None else end
         # Its own cursor in the session's output: what another caller collected is not taken from it.
         self._reader = ("python", next(_readers))
 
     def __repr__(self) -> str:
         label = f"{self.id} {self.name!r}" if self.name else str(self.id)
         info = self._info_or_none()
-        state = "gone" if info is None else exit_state(info.alive, info.exit_code)
+        state = "gone" if info is None else exit_state(info.alive, info.exit_code)  # "exited with code -1": a kill's hangup
         return f"<Session {label}: {shlex.join(self.command)}, {state}>"
 
     @property
     def info(self) -> SessionInfo:
-        """How `%uexec_sessions` lists it now: pid, state, exit code (UnknownSessionIdError once it is gone)."""
+        """How `%uexec_sessions` lists it now: pid, state, exit code; once it has ended (or was
+        killed), as it was at its exit: `alive` False, its `exit_code` (negative: the signal)."""
         info = self._info_or_none()
         if info is None:
             raise UnknownSessionIdError(self.id)
@@ -293,7 +345,8 @@ class Session:
     def _info_or_none(self) -> SessionInfo | None:
         engine = _engine()
         listed = engine.bridge.call(engine.manager.list_sessions)
-        return next((info for info in listed if info.session_id == self.id), None)
+        listed_info = next((info for info in listed if info.session_id == self.id), None)
+        return self._end.info if listed_info is None else listed_info
 
     async def write_async(
         self,
@@ -366,6 +419,14 @@ class Session:
         _entry, shown = await journal_pages.read_page(_engine().manager.journals, self.id, request)
         return journal_pages.page_text(shown, raw=raw)
 
+    async def commands_async(self) -> builtins.list[TypedCommand]:
+        """Each command typed into it (an integrated bash or zsh), in order, with its exit code, when it
+        started and how long it ran: `%uexec_output --commands`, from its journal (also once it ended)."""
+        from . import journal_pages
+
+        entry, commands = await journal_pages.read_commands(_engine().manager.journals, self.id)
+        return [_typed(command, entry.started) for command in commands if not command.restart]
+
     async def kill_async(self, signal: str | int | None = None) -> None:
         """End it (every process in it), or only send `signal` ("INT", "TERM", 15, ...) to it."""
         engine = _engine()
@@ -376,6 +437,7 @@ class Session:
     run = _plain(run_async)
     wait_for = _plain(wait_for_async)
     output = _plain(output_async)
+    commands = _plain(commands_async)
     kill = _plain(kill_async)
 
     def view(self):
@@ -419,14 +481,15 @@ async def start_async(
         until=until, quiet_ms=_ms(quiet, "quiet"), timeout_ms=timeout_ms,
     )
 
-    async def start_and_wait() -> tuple[int, UnifiedExecResult | None]:
+    async def start_and_wait() -> tuple[int, _End, UnifiedExecResult | None]:
         opened = await open_turn(engine.manager, turn)
+        end = _hear_end(engine.manager, opened.session_id)
         if timeout_ms is None and not engine.manager.session(opened.session_id).integrated:
-            return opened.session_id, None  # nothing to wait for: its output stays for the next call
-        return opened.session_id, await finish_turn(engine.manager, turn, opened)
+            return opened.session_id, end, None  # nothing to wait for: its output stays for the next call
+        return opened.session_id, end, await finish_turn(engine.manager, turn, opened)
 
-    session_id, started = await _on_engine(engine, start_and_wait)
-    return Session(session_id, name, argv, None if started is None else _shown(started, raw))
+    session_id, end, started = await _on_engine(engine, start_and_wait)
+    return Session(session_id, name, argv, None if started is None else _shown(started, raw), end)
 
 
 async def run_async(
@@ -450,8 +513,13 @@ async def run_async(
 async def get_async(key: int | str) -> Session:
     """The running (or exited, not yet reported) session with this id or name."""
     engine = _engine()
-    session = await _on_engine(engine, engine.manager.session, key)
-    return Session(session.session_id, session.name, session.command)
+
+    def find() -> tuple[Any, _End]:
+        session = engine.manager.session(key)
+        return session, _hear_end(engine.manager, session.session_id)
+
+    session, end = await _on_engine(engine, find)
+    return Session(session.session_id, session.name, session.command, end=end)
 
 
 async def list_async() -> builtins.list[SessionInfo]:

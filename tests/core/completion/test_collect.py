@@ -168,6 +168,20 @@ async def test_a_typed_command_returns_when_done_with_its_exit_code(integrated, 
 
 
 @pytest.mark.parametrize("program", SHELLS)
+async def test_what_a_typed_command_printed_is_kept_apart_from_its_echo_and_the_next_prompt(integrated, program):
+    sid = await shell(integrated, program)
+    result = await integrated.write(sid, "echo hi-$((6*7)); echo there\n")
+    assert result.command_output == "hi-42\r\nthere\r\n", result
+    assert "echo hi-" in result.output and "$ " in result.output  # the whole transcript stays
+    # an unfinished last line: zsh's `%` mark for it (PROMPT_SP) is the shell's, not the command's
+    assert (await integrated.write(sid, "printf 'no newline'\n")).command_output == "no newline"
+    both = await integrated.write(sid, "echo one\necho two\n")  # two lines: each one's output, no prompt between
+    assert both.command_output == "one\r\ntwo\r\n", both
+    assert (await integrated.write(sid, "true\n")).command_output == ""
+    assert (await integrated.write(sid, "", timeout_ms=100)).command_output is None  # no command ran in this wait
+
+
+@pytest.mark.parametrize("program", SHELLS)
 async def test_a_slow_command_is_waited_for_and_ctrl_c_ends_the_wait_at_the_prompt(integrated, program):
     sid = await shell(integrated, program)
     slow = await integrated.write(sid, "sleep 1.2; echo slow-done\n")

@@ -81,6 +81,7 @@ class Collected:
     ended_by: EndedBy
     command_exit_code: int | None
     seconds: float
+    command_output: str | None = None  # what the typed commands printed (CommandOutput); None if none started
 
 
 def compile_until(pattern: str | None, field: str = "until") -> re.Pattern[str] | None:
@@ -129,7 +130,10 @@ async def collect(
     started = time.monotonic()
     collector = HeadTailCollector(max_bytes)
     collector.push(already)
-    unsubscribe = session.subscribe(collector.push)
+    printed = CommandOutput(max_bytes) if wait_for.command else None
+    stops = [session.subscribe(collector.push)]
+    if printed is not None:
+        stops += [session.subscribe(printed.push), session.on_prompt(printed.mark)]
     wait = _Wait(session, wait_for, stop, already=already, prompted=prompted)
     try:
         # A program that exited while a grandchild holds the terminal cannot
@@ -143,9 +147,12 @@ async def collect(
             session.terminal.read_pending()
     finally:
         wait.close()
-        unsubscribe()
+        for unsubscribe in stops:
+            unsubscribe()
     output, _ = collector.truncated()
-    return Collected(output, collector.token_count, ended_by, wait.command.exit_code, time.monotonic() - started)
+    return Collected(
+        output, collector.token_count, ended_by, wait.command.exit_code, time.monotonic() - started, None if printed is None else printed.text()
+    )
 
 
 class _Wait:
@@ -299,6 +306,52 @@ class CommandEnd:
         elif mark.kind == "C":
             self.prompt = None  # that prompt was passed by (typeahead the shell did not flag)
         return None
+
+
+class CommandOutput:
+    """What the commands typed into an integrated shell printed: the output between each one's
+    start (C) and its end (D, or the next prompt's start A when a line ran no command).
+
+    The rest of a typed command's output is the terminal's echo of the line before C and the
+    next prompt after D: a check of what `make test` printed wants neither. The session tells
+    its markers between the chunks it hands out (session.py), so a flag flipped at each marker
+    splits the output exactly; kept as a request keeps its output (head and tail, `max_bytes`).
+    """
+
+    def __init__(self, max_bytes: int):
+        self._collector = HeadTailCollector(max_bytes)
+        self._inside = False
+        self._started = False
+        self._last = b""  # the newest chunk, held until the next: zsh's end-of-line mark may end it
+
+    def push(self, data: bytes, _offset: int = 0) -> None:
+        if self._inside:
+            self._collector.push(self._last)
+            self._last = bytes(data)
+
+    def mark(self, mark: PromptEvent) -> None:
+        if not mark.ours:
+            return
+        if mark.kind == "C":
+            self._inside = self._started = True
+        elif mark.kind in ("D", "A") and self._inside:
+            self._inside = False
+            # zsh draws PROMPT_SP (its `%` for an unfinished line, a row of spaces, `\r \r`) before
+            # its precmd hook prints D: the shell's, not the command's.
+            self._collector.push(_ZSH_PROMPT_SP.sub(b"", self._last))
+            self._last = b""
+
+    def text(self) -> str | None:
+        """Middle-truncated as a request's output; None if no command started during the wait."""
+        if not self._started:
+            return None
+        self._collector.push(self._last)
+        self._last = b""
+        return self._collector.truncated()[0]
+
+
+# zsh's default PROMPT_EOL_MARK (`%B%S%#%s%b`: `%`, or `#` for root, bold and reversed), then the spaces and `\r \r`.
+_ZSH_PROMPT_SP = re.compile(rb"(?:\x1b\[[0-9;]*m)*[%#](?:\x1b\[[0-9;]*m)* *\r \r\Z")
 
 
 class _LineMatcher:

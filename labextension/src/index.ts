@@ -11,13 +11,15 @@ import {
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { Dialog, ICommandPalette, InputDialog, showDialog } from '@jupyterlab/apputils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import type { DocumentRegistry } from '@jupyterlab/docregistry';
+import { INotebookTracker, type INotebookModel, type NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { commandLine, sessionState } from './format';
 import { sessionsIcon } from './icons';
 import type { SessionInfo } from './protocol';
+import { addReattachingRenderer } from './reattach';
 import { keepSavedScreensCurrent } from './saving';
 
 export namespace CommandIDs {
@@ -196,4 +198,23 @@ const notificationsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [panelPlugin, savedScreensPlugin, notificationsPlugin];
+/**
+ * A live view whose widget model is gone (Restart Kernel, then a reload)
+ * comes back by its session, or shows its saved screen and says it ended
+ * (reattach.ts). Each notebook's own rendermime gets the renderer, where
+ * ipywidgets puts its own: it needs the notebook's kernel.
+ */
+const reattachPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'unified-exec-kernel:reattach',
+  description: 'Shows a live view whose widget model is gone by its session: attached again, or its saved last screen.',
+  autoStart: true,
+  activate: (app: JupyterFrontEnd): void => {
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: (panel: NotebookPanel, context: DocumentRegistry.IContext<INotebookModel>) => {
+        addReattachingRenderer({ rendermime: panel.content.rendermime, sessionContext: context.sessionContext });
+      }
+    });
+  }
+};
+
+export default [panelPlugin, savedScreensPlugin, notificationsPlugin, reattachPlugin];

@@ -9,7 +9,7 @@
  */
 
 import { CarrierBase } from './carrier';
-import { DirectCarrier, DirectFirstCarrier, directUrl } from './direct';
+import { DirectCarrier, DirectFirstCarrier, directUrl, type FallbackCarrier } from './direct';
 import { DISCONNECTED_NOTICE, viewState } from './format';
 import { asKernelMessage, type EndReason, type FrontEndMessage } from './protocol';
 import { renderPlayer } from './player';
@@ -142,6 +142,16 @@ interface Shown {
 const shownBySession = new Map<number, Set<Shown>>();
 
 function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
+  return renderView(model, el);
+}
+
+/**
+ * A live view of `model`'s session in `el`; its cleanup is returned.
+ * `fallback`: what carries it where the direct channel does not, the
+ * widget's messages unless given (a view whose widget model is gone after
+ * a kernel restart is carried by the kernel's comm: reattach.ts).
+ */
+export function renderView(model: WidgetModel, el: HTMLElement, fallback?: FallbackCarrier): () => void {
   const sessionId = model.get('session_id');
   const owner = {};
   const shown = [...(shownBySession.get(sessionId) ?? [])].find(view => !view.root.isConnected);
@@ -155,7 +165,7 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
       shown.terminal.focus();
     }
   }
-  const view = shown ?? build(model, el, owner);
+  const view = shown ?? build(model, el, owner, fallback ?? new WidgetCarrier(model));
   return () => {
     if (view.owner === owner) {
       view.dispose();
@@ -163,7 +173,7 @@ function render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => v
   };
 }
 
-function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
+function build(model: WidgetModel, el: HTMLElement, owner: object, fallback: FallbackCarrier): Shown {
   el.classList.add('uexec-widget');
   const header = el.appendChild(document.createElement('div'));
   header.className = 'uexec-widget-header';
@@ -176,7 +186,7 @@ function build(model: WidgetModel, el: HTMLElement, owner: object): Shown {
   const url = pageDirectUrl(model.get('kernel_id'));
   const carrier = new DirectFirstCarrier(
     url ? new DirectCarrier({ url, sessionId }) : null,
-    new WidgetCarrier(model),
+    fallback,
     { kept: { reopen: reopenHint } }
   );
   // What the view heard over its carrier (`attached`, `exited`) is what it

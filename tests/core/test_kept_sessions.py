@@ -65,3 +65,18 @@ async def test_the_keeper_is_told_what_the_journal_holds(place):
         await async_wait_until(lambda: first.kept._acks.get(session.session_id) == session.terminal.raw_read)
     finally:
         await first.close_all()
+
+
+async def test_a_taken_back_session_keeps_its_start_time(place):
+    """A live view whose widget model is gone finds its kept session by id and start (reattach.ts)."""
+    first = place.kernel()
+    started = await first.start(["sleep", "60"], keep=True, timeout_ms=0)
+    when = first.session(started.session_id).started
+    await let_go(first)
+    second = place.kernel()
+    try:
+        assert await second.take_back() == [started.session_id]
+        assert second.session(started.session_id).started == when
+        assert [info.started for info in second.list_sessions()] == [when]
+    finally:
+        await second.close_all()

@@ -217,3 +217,21 @@ def test_the_saved_screen_follows_the_session_while_it_prints_without_a_cell(ker
                        "w = [o for o in gc.get_objects() if isinstance(o, TerminalWidget) and 'later-42' in o.screen_html][-1]\n"
                        "print('first-2' in w.screen_html, w.alive)")
     assert state.strip() == "True True"
+
+
+def test_each_display_says_which_session_it_shows_for_a_page_whose_model_is_gone(kernel):
+    """reattach.ts finds the session by this after Restart Kernel and a reload (issue 38, item 2)."""
+    kernel.run("%%uexec --name marked -t 5000 --until ready\necho ready; exec cat\n")
+    shown = kernel.execute(
+        "from unified_exec_kernel.live.widget import TerminalWidget\n"
+        "from unified_exec_kernel.jupyter.current import current_manager\n"
+        "marked = TerminalWidget(current_manager().session('marked').session_id)\n"
+        "marked"
+    )
+    assert shown.error is None, shown.text
+    data = displays_of(shown.messages)[0]["data"]
+    ref = data["application/vnd.uexec.session+json"]
+    info = kernel.run("s = current_manager().session('marked'); print(s.session_id, repr(s.started)); print(marked.title)").splitlines()
+    assert [ref["session_id"], ref["started"]] == [int(info[0].split()[0]), float(info[0].split()[1])], (ref, info)
+    assert ref["title"] == info[1].strip() != "", (ref, info)
+    assert isinstance(ref["kernel_id"], str)

@@ -261,15 +261,17 @@ class UnifiedExecSessionManager:
         plan = self._plan(argv, name, cwd, env, integration, tty, buffer_bytes)
         if not keep:
             return self._open(plan, None)
+        # One start time for the session and the keeper's note of it: a view finds a kept session by it after a restart.
+        started = time.time()
         try:
             # Where an unkept session would start: this process's directory as it is now (%cd moves it).
             spawned = await self.keeper.spawn(plan.session_id, plan.argv, plan.environment, cwd=plan.cwd or os.getcwd(), rows=24, cols=80,
                                               handoff=None if plan.nonce is None else f"{plan.nonce}\n",
-                                              meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": time.time()},
+                                              meta={"name": name, "command": plan.command, "nonce": plan.nonce, "started": started},
                                               own_pid_in=[PARENT_PID_VARIABLE] if PARENT_PID_VARIABLE in plan.environment else [])
         except OSError as error:
             raise CreateSessionError(plan.command, error) from error
-        kept = Kept(spawned.pid, spawned.master_fd, spawned.output_fd)
+        kept = Kept(spawned.pid, spawned.master_fd, spawned.output_fd, started=started)
         try:
             self._check_name(plan.command, name)  # another session may have taken it while the keeper answered
         except InvalidSessionNameError:

@@ -31,6 +31,10 @@ from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 
 WIDGET_MESSAGES = ("attach", "input", "resize")
+#: Beside the widget's view, which session it shows and in which kernel: a
+#: page whose widget model is gone (Restart Kernel, then a reload) finds the
+#: session by it (labextension/src/reattach.ts), where a kept one runs on.
+SESSION_MIME = "application/vnd.uexec.session+json"
 #: While a displayed view's session prints, its saved screen (`screen_html`,
 #: the widget state a saved notebook keeps) is brought up to date once output
 #: has paused this long (one drawing for a burst, not one per chunk)...
@@ -196,8 +200,13 @@ class TerminalWidget(LoadedWidget):
         state = exit_state(self.alive, self.exit_code, self.closed)
         caption = f"live terminal: session {self.session_id} ({self.title}), {state}"
         self.with_screen(bundle, html_screen, caption)
+        if bundle.get(WIDGET_VIEW):
+            bundle[SESSION_MIME] = {"session_id": self.session_id, "kernel_id": self.kernel_id, "started": self._session.started, "title": self.title}
         bundle["text/plain"] = f"{text}\n[{caption}]{note}".lstrip("\n")
         return bundle, metadata
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def _screen_of(session):

@@ -27,6 +27,7 @@ sessions inherit it): whatever is still running at the end is killed by pid.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -173,7 +174,14 @@ class Hub:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("jupyterhub")
+    with running_hub(tmp_path_factory.mktemp("jupyterhub")) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def running_hub(folder: Path, users: tuple[str, ...] = USERS, extra_config: str = ""):
+    """A hub on loopback for `users`, configured as HUB_CONFIG then `extra_config` (Python, `c` in scope);
+    stopped, and everything it started gone, on the way out."""
     bin_dir = Path(sys.executable).parent
     jupyterhub, singleuser = bin_dir / "jupyterhub", bin_dir / "jupyterhub-singleuser"
     if not jupyterhub.exists():
@@ -183,8 +191,8 @@ def hub(tmp_path_factory):
     config = folder / "jupyterhub_config.py"
     config.write_text(HUB_CONFIG.format(
         proxy_port=port, hub_port=free_port(), proxy_api_port=free_port(), proxy=proxy_command(), folder=str(folder),
-        password=password, users=list(USERS), singleuser=str(singleuser), mark=MARK, server_start_s=SERVER_START_S,
-    ))
+        password=password, users=list(users), singleuser=str(singleuser), mark=MARK, server_start_s=SERVER_START_S,
+    ) + extra_config)
     env = {name: value for name, value in os.environ.items() if not name.startswith(("JUPYTERHUB_", "JPY_", "CONFIGPROXY_"))}
     env.update({"PATH": str(bin_dir) + os.pathsep + env.get("PATH", ""), MARK: str(folder)})
     log = folder / "jupyterhub.log"

@@ -57,6 +57,7 @@ def _jupyter_server_extension_points():
         {"module": "unified_exec_kernel.server.nodelay"},
         {"module": "unified_exec_kernel.server.stop"},
         {"module": "unified_exec_kernel.server.relay"},
+        {"module": "unified_exec_kernel.server.culling"},
     ]
 
 

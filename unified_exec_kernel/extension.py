@@ -4,8 +4,9 @@ The manager's sessions live on the engine's own loop, in one thread
 (jupyter/engine_thread.py), reached only through the bridge (jupyter/bridge.py),
 so they keep running while a cell runs Python. Loading wires the magics,
 the cell rewrite that makes them cooperative (notebook/rewrite.py), the comm
-target, the direct channel's socket for live views (a service of the
-engine's loop, so it lives and goes with it), and the cleanup that ends
+target, the direct channel's socket for live views and the signal that
+makes sessions count as the kernel's activity to an idle culler (services
+of the engine's loop, so they live and go with it), and the cleanup that ends
 every session's processes and the engine's thread when the kernel shuts
 down or restarts and at interpreter exit.
 Shutdown runs on ipykernel 7's control thread, so that cleanup signals by
@@ -22,6 +23,7 @@ import logging
 import os
 
 from .jupyter import current, patches
+from .jupyter.activity import ActivityBeacon, iopub_publisher
 from .jupyter.bridge import Bridge
 from .notebook import rewrite
 from .live.comm import COMM_TARGET, open_handler
@@ -31,6 +33,7 @@ from .jupyter.keeping import keeper_for
 from .core.process.forks import this_process_only
 from .core.process.keeper import KeeperError
 from .protocol.address import socket_names
+from .core.activity import ActivityWatch
 from .core.manager import UnifiedExecSessionManager
 from .jupyter.sigterm import close_sessions_on_sigterm, restore_sigterm
 from .notebook.magics import UnifiedExecMagics
@@ -67,6 +70,9 @@ def load_ipython_extension(ipython) -> None:
         import comm
 
         comm.get_comm_manager().register_target(COMM_TARGET, open_handler(manager, bridge))
+        # Sessions count as the kernel's activity to an idle culler (jupyter/activity.py).
+        watch = ActivityWatch(manager, settings.activity)
+        bridge.engine.add_service(ActivityBeacon(watch, iopub_publisher(kernel), settings.activity_interval_s))
     direct, kernel_id = _direct_channel(settings, manager, bridge) if kernel is not None else (None, "")
     close_sessions_on_sigterm(ipython, manager, also=functools.partial(_before_sigterm, direct, manager.journals))
     current.set_manager(ipython, manager, magics, bridge)

@@ -29,9 +29,15 @@ export function whichSession(event: Pick<SessionEventMessage, 'session_id' | 'na
   return command ? `session ${event.session_id} (${command})` : `session ${event.session_id}`;
 }
 
-/** `session 'train' exited with code 1 after 2 h 03 min`; `session 'dev' printed "ready" (--until)`. */
+/**
+ * `session 'train' exited with code 1 after 2 h 03 min`; `session 'dev' printed "ready" (--until)`;
+ * `session 'train' ended: its kernel was culled as idle after 10 min 00 s`.
+ */
 export function noticeText(event: SessionEventMessage): string {
   const who = whichSession(event);
+  if (event.event === 'culled') {
+    return `${who} ended: its kernel was culled as idle after ${duration(event.idle_seconds ?? 0)}`;
+  }
   if (event.event === 'matched') {
     return `${who} printed "${event.line ?? ''}" (${event.by === 'watch' ? 'watch' : '--until'})`;
   }
@@ -42,6 +48,9 @@ export function noticeText(event: SessionEventMessage): string {
 export function noticeKind(event: SessionEventMessage): 'success' | 'error' | 'info' {
   if (event.event === 'matched') {
     return 'info';
+  }
+  if (event.event === 'culled') {
+    return 'error';
   }
   return event.exit_code === 0 ? 'success' : 'error';
 }

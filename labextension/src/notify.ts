@@ -116,7 +116,8 @@ export class SessionNotifier {
       console.debug(`uexec: shorter than ${this.settings.minimumSeconds} s, not told: ${text}`);
       return;
     }
-    if (this.inSight(kernelId, event.session_id)) {
+    // A cull is told even in sight: the view goes quiet without saying why (the kernel is gone).
+    if (event.event !== 'culled' && this.inSight(kernelId, event.session_id)) {
       console.debug(`uexec: in sight, not told: ${text}`);
       return;
     }
@@ -125,7 +126,8 @@ export class SessionNotifier {
     const args = { kernelId, sessionId: event.session_id, command: event.command.join(' ') };
     Notification.emit(text, kind, {
       autoClose: kind === 'error' ? false : AUTO_CLOSE_MS,
-      actions: [
+      // A culled kernel's session cannot be opened any more.
+      actions: event.event === 'culled' ? [] : [
         {
           label: 'Open',
           caption: 'Show this session in a terminal tab',

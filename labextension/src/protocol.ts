@@ -211,7 +211,8 @@ export interface SizeMessage extends EventRequestId {
  */
 export interface SessionEventMessage extends EventRequestId {
   type: 'session_event';
-  event: 'exited' | 'matched';
+  /** `culled`: the server is shutting its kernel down as idle, which ends it (server/culling.py). */
+  event: 'exited' | 'matched' | 'culled';
   session_id: SessionId;
   name: string | null;
   command: string[];
@@ -222,6 +223,8 @@ export interface SessionEventMessage extends EventRequestId {
   line: string | null;
   /** `matched`: a `--until` (a cell's, an exec's) or a `watch`. */
   by: 'until' | 'watch' | null;
+  /** `culled`: how long the kernel had been idle, in seconds. */
+  idle_seconds?: number | null;
 }
 
 export interface ExitedMessage extends EventRequestId {

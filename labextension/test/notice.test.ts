@@ -30,6 +30,12 @@ test('a match says the line and what waited for it', () => {
   assert.equal(noticeKind(matched), 'info');
 });
 
+test('a cull says the kernel was idle, and for how long, and stays until read', () => {
+  const culled = ended({ event: 'culled', name: 'train', exit_code: null, idle_seconds: 600.4 });
+  assert.equal(noticeText(culled), "session 'train' ended: its kernel was culled as idle after 10 min 00 s");
+  assert.equal(noticeKind(culled), 'error');
+});
+
 test('a failure stands out, a success does not', () => {
   assert.equal(noticeKind(ended({})), 'error');
   assert.equal(noticeKind(ended({ exit_code: 0 })), 'success');

@@ -57,6 +57,8 @@ def test_each_knob_reaches_the_manager():
         ({"env": {"A": 3}}, "env"),
         ({"shell": "no-such-shell-here"}, "is not a program on PATH"),
         ({"max_sessions": "many"}, "max_sessions"),
+        ({"activity": "busy"}, "'activity' trait .* expected any of \\['output', 'running', 'none'\\]"),
+        ({"activity_interval_s": 0}, "'activity_interval_s' trait .* should not be less than 0.1"),
     ],
 )
 def test_bad_values_are_clear_errors(values, message):
@@ -71,7 +73,7 @@ def test_default_timeout_cannot_exceed_the_maximum():
 
 def test_help_all_documents_every_knob():
     out = subprocess.run([sys.executable, "-m", "unified_exec_kernel", "--help-all"], capture_output=True, text=True, timeout=60).stdout
-    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "env_remove", "shell_integration", "check", "max_watch_ms", "shell"]:
+    for knob in ["max_sessions", "default_timeout_ms", "max_timeout_ms", "scrollback_bytes", "env", "env_remove", "shell_integration", "check", "max_watch_ms", "shell", "activity", "activity_interval_s"]:
         assert f"--UnifiedExec.{knob}" in out
 
 

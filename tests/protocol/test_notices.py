@@ -115,3 +115,17 @@ def test_a_matched_line_is_what_a_person_reads():
     assert len(matched_line("x", "x" * 500)) == 200
     # Matched only across a redrawn line: the pattern stands for it.
     assert matched_line("a.b", "a\r\nb") == "a.b"
+
+
+async def test_a_cull_tells_each_running_session_once_and_notes_why(heard):
+    manager, events = heard
+    train = manager.spawn(["sleep", "30"], name="train")
+    ended = manager.spawn(["true"])
+    await event_of(events, lambda e: e["session_id"] == ended)  # ended before the cull: not among its sessions
+    ending = noticeboard(manager).culled(600.4)
+    assert [session.session_id for session in ending] == [train]
+    event = await event_of(events, lambda e: e["event"] == "culled")
+    assert (event["session_id"], event["name"], event["exit_code"], event["idle_seconds"]) == (train, "train", None, 600.4)
+    assert manager.session(train).note == "ended: its kernel was culled as idle after 10 min"
+    await manager.kill(train)  # the shutdown that follows: no second word of it
+    assert [e["event"] for e in events if e["session_id"] == train] == ["culled"]

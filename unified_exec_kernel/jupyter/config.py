@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import shutil
 
-from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
+from ..core.activity import MODES as ACTIVITY_MODES
 from ..core.journal import DEFAULT_KERNEL_BYTES, DEFAULT_SESSION_BYTES, JournalStore
 from ..core.journal.lifetime import open_own_dir
 from ..core.manager import MAX_SESSIONS, MAX_WATCH_MS
 from ..core.models import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 from ..core.session import HOLD_S, SCROLLBACK_BYTES
 from ..core.errors import quoted
+from .activity import DEFAULT_INTERVAL_S as ACTIVITY_INTERVAL_S
 
 
 class UnifiedExec(Configurable):
@@ -55,6 +57,8 @@ class UnifiedExec(Configurable):
     journal_keep = Bool(False, help="Leave the kernel's journal directory when the kernel ends (for `python -m unified_exec_kernel record`). By default it is removed when the kernel ends, however it ends: by the kernel, its guardian, or the next kernel's start.").tag(config=True)
     keep_sessions = Bool(False, help="Keep every new session across kernel restarts, as if each said --keep: a process outside the kernel holds it while no kernel does, and the next kernel with this kernel's id takes it back.").tag(config=True)
     keep_grace_s = Float(300.0, min=0, help="How long kept sessions wait for a kernel to take them back after theirs ended without shutting down (a restart, a crash), in seconds; then they are ended as any session is.").tag(config=True)
+    activity = Enum(ACTIVITY_MODES, "output", help="What of the sessions counts as the kernel's activity to the Jupyter server's idle culler (MappingKernelManager.cull_idle_timeout) and, through the server's last_activity, to JupyterHub's: `output`, a session printed (as a terminal's output counts); `running`, any session runs (a silent training job); `none`, sessions never keep the kernel. Told with one IOPub message per activity_interval_s at most, which no cell shows and never makes the kernel busy.").tag(config=True)
+    activity_interval_s = Float(ACTIVITY_INTERVAL_S, min=0.1, help="How often the sessions' activity is told to the server, at most, in seconds: keep it under the shortest cull timeout in use (cull_idle_timeout, jupyterhub-idle-culler's --timeout). Default 15, half of a 30 s cull timeout.").tag(config=True)
     guardian = Bool(True, help="Start a small guardian process with the first session that ends every session's processes if the kernel dies without closing them (SIGKILL, out of memory, a forced restart).").tag(config=True)
 
     @validate("env")

@@ -4,7 +4,7 @@ The live view's third carrier, beside the comm and the widget: a Unix socket
 the kernel listens on (jupyter/direct_socket.py), which the Jupyter server
 relays to the page (server/relay.py). It speaks the live view's part of the
 protocol only (`attach`, `detach`, `input`, `resize`, and `ack` for its flow
-control), through the same `Endpoint` as the other carriers, so a bad
+control; `culled` from the server, server/culling.py), through the same `Endpoint` as the other carriers, so a bad
 message gets the same one-line `error`; what differs is the carrier's own:
 output leaves as `B` frames under an acknowledged window (window.py)
 instead of JSON under a token bucket, and keystrokes arrive as `I` frames
@@ -27,7 +27,7 @@ from ..core.session import HOLD_S, PtySession
 from . import frames, messages, sizes
 from .endpoint import Endpoint
 from .messages import BadRequest
-from .notices import noticeboard
+from .notices import culled_after, noticeboard
 from .window import WINDOW, WindowedStream
 
 INPUT_WINDOW = WINDOW
@@ -48,6 +48,7 @@ class DirectEndpoint(Endpoint):
         super().__init__(manager, connection.send_message, types=ENDPOINT_TYPES)
         self._handlers["ack"] = DirectEndpoint._ack
         self._handlers["agent"] = DirectEndpoint._agent
+        self._handlers["culled"] = DirectEndpoint._culled
         self._connection = connection
         self._hold_s = hold_s
 
@@ -114,6 +115,17 @@ class DirectEndpoint(Endpoint):
         user's alone (0600), and a page through the relay may already run code in the kernel."""
         self.take_every_type()
         self.send({"type": "ok", "request_id": rid, "session_id": None})
+
+    def _culled(self, data: dict, rid) -> None:
+        """The Jupyter server (server/culling.py) is about to shut this kernel down as idle: every page
+        listening hears which sessions end and why, and the server gets them for its log."""
+        idle = data.get("idle_seconds")
+        if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not idle >= 0:
+            raise BadRequest("idle_seconds must be a number of seconds")
+        ending = noticeboard(self.manager).culled(float(idle))
+        self.send({"type": "culled", "request_id": rid, "after": culled_after(float(idle)), "sessions": [
+            {"session_id": s.session_id, "name": s.name, "command": list(s.command)} for s in ending
+        ]})
 
     def _ack(self, data: dict, rid) -> None:
         end = messages.optional_int(data, "end")

@@ -307,8 +307,11 @@ def size(session: PtySession) -> dict:
     return {"type": "size", "session_id": session.session_id, "rows": rows, "cols": cols}
 
 
-def session_event(session: PtySession, event: str, seconds: float, *, line: str | None = None, by: str | None = None) -> dict:
-    """A session ended (`exited`) or printed the line a wait was for (`matched`): notices.py."""
+def session_event(
+    session: PtySession, event: str, seconds: float, *, line: str | None = None, by: str | None = None, idle_seconds: float | None = None
+) -> dict:
+    """A session ended (`exited`), printed the line a wait was for (`matched`), or ends because the
+    server culls its kernel as idle (`culled`, after `idle_seconds` of no activity): notices.py."""
     return {
         "type": "session_event",
         "event": event,
@@ -319,6 +322,7 @@ def session_event(session: PtySession, event: str, seconds: float, *, line: str 
         "seconds": round(max(seconds, 0.0), 3),
         "line": line,
         "by": by,
+        "idle_seconds": None if idle_seconds is None else round(max(idle_seconds, 0.0), 3),
     }
 
 

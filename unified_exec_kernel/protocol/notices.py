@@ -11,7 +11,10 @@ direct-channel connections listen while they are open.
 
 An end is told only for a session seen running (one that had ended before
 anyone listened is old news), and not for one closed on purpose (a kill,
-the kernel's shutdown): the person who closed it knows.
+the kernel's shutdown): the person who closed it knows. Nobody closed it
+on purpose when the server culls the kernel as idle: the kernel cannot know
+that by itself, so the server extension tells it just before the shutdown
+(server/culling.py), and each running session is told as `culled`.
 """
 
 from __future__ import annotations
@@ -65,6 +68,17 @@ class Noticeboard:
             return
         self._tell(messages.session_event(session, "matched", time.time() - session.started, line=matched_line(until, output), by=by))
 
+    def culled(self, idle_seconds: float) -> list[PtySession]:
+        """The server is shutting this kernel down as idle for `idle_seconds`: the sessions it ends, each told
+        (`culled`) and noted (what its views and listing say instead of the signal that will end it)."""
+        ending = [self._manager.session(info.session_id) for info in self._manager.list_sessions() if info.alive]
+        for session in ending:
+            session.note = f"ended: its kernel was culled as idle after {culled_after(idle_seconds)}"
+            self._running.discard(session.session_id)
+            if self._listeners:
+                self._tell(messages.session_event(session, "culled", time.time() - session.started, idle_seconds=idle_seconds))
+        return ending
+
     def _changed(self) -> None:
         for info in self._manager.list_sessions():
             if info.alive:
@@ -103,3 +117,9 @@ def matched_line(until: str, output: str) -> str:
         found = until
     found = found.strip()
     return found if len(found) <= LINE_MAX_CHARS else found[: LINE_MAX_CHARS - 1] + "…"
+
+
+def culled_after(idle_seconds: float) -> str:
+    """"12 min", "45 s": how long the kernel had been idle, as the culler's timeout is usually set."""
+    whole = max(0, round(idle_seconds))
+    return f"{whole} s" if whole < 120 else f"{round(whole / 60)} min"

@@ -36,7 +36,6 @@ from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
 from .blocking import run_blocking
 from .session_table import SessionTable
-from .sessions import Turn
 
 
 def _session_key(text: str) -> int | str:
@@ -120,6 +119,8 @@ class UnifiedExecMagics(Magics):
             raise UsageError(failed)
 
     def _request(self, args, body: str) -> CellRequest:
+        from .sessions import Turn  # (see cell_run.py: the sessions API comes with the first cell)
+
         if args.timeout is not None and args.timeout < 0:
             raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
         if args.quiet is not None and args.quiet < 0:

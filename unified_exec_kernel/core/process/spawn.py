@@ -20,8 +20,8 @@ import os
 import signal
 import struct
 import termios
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 # Every signal the child may inherit as ignored (Python ignores SIGPIPE; a
 # kernel may ignore SIGINT) goes back to its default, as in a fresh login.
@@ -32,10 +32,8 @@ _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.S
 HANDOFF_FD = 3
 
 
-@dataclass(frozen=True)
-class SpawnedPty:
-    pid: int
-    master_fd: int
+# Not a dataclass: dataclasses (inspect, ast, dis) would add ~1.6 MiB to the keeper, which loads this module.
+SpawnedPty = namedtuple("SpawnedPty", ["pid", "master_fd"])
 
 
 def set_winsize(fd: int, rows: int, cols: int) -> None:

@@ -843,13 +843,19 @@ REPORTS = {
 }
 
 
-def main(argv: list[str]) -> None:
-    unknown = [name for name in argv if name not in CASES]
+def chosen(argv: list[str], cases: dict, title: str) -> list[str]:
+    """The cases named (every case if none), in their order, after a header with the machine's load;
+    an unknown name ends the run in one line."""
+    unknown = [name for name in argv if name not in cases]
     if unknown:
-        sys.exit(f"unknown case {', '.join(unknown)}; choose from {', '.join(CASES)}")
-    wanted = [name for name in CASES if name in argv] if argv else list(CASES)
+        sys.exit(f"unknown case {', '.join(unknown)}; choose from {', '.join(cases)}")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"unified-exec-kernel notebook benchmarks ({os.cpu_count()} cores, load {load})")
+    print(f"unified-exec-kernel {title} ({os.cpu_count()} cores, load {load})")
+    return [name for name in cases if name in argv] if argv else list(cases)
+
+
+def main(argv: list[str]) -> None:
+    wanted = chosen(argv, CASES, "notebook benchmarks")
     took = {}
     try:
         for name in wanted:

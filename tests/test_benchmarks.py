@@ -21,7 +21,7 @@ from unified_exec_kernel.notebook.cell_output import interrupted_line
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
-WITH_CASES = ["bench_agent", "bench_direct", "bench_engine", "bench_live", "bench_notebook"]
+WITH_CASES = ["bench_agent", "bench_costs", "bench_direct", "bench_engine", "bench_live", "bench_notebook"]
 # What tests and tools leave in a checkout on their own (caches; a browser test's screenshots on failure).
 NOT_THE_BENCHMARKS = ("__pycache__/", ".pytest_cache/", ".hypothesis/", "test-artifacts/")
 
@@ -75,6 +75,18 @@ def test_the_engine_benchmarks_quickest_cases_run():
     assert done.returncode == 0, done.stderr
     for figure in ("spawn-to-result", "peak RSS growth", "engine-loop stall"):
         assert figure in done.stdout, done.stdout
+    assert checkout_files() - before == set()
+
+
+def test_the_helpers_cost_what_the_goals_allow():
+    """One round of bench_costs' helpers: the guardian within 1.2x and the keeper within 1.5x the USS of a
+    `python3 -I -S` importing os, select, signal, socket and struct (memory, not time: steady under load)."""
+    before = checkout_files()
+    done = bench(str(BENCHMARKS / "bench_costs.py"), "helpers", timeout=120, env={**os.environ, "BENCH_COSTS_ROUNDS": "1"})
+    assert done.returncode == 0, done.stderr
+    for name, goal in (("guardian", 1.2), ("keeper", 1.5)):
+        found = re.search(rf"^{name}: USS .*: ([\d.]+)x the floor's USS", done.stdout, re.M)
+        assert found and float(found[1]) <= goal, done.stdout
     assert checkout_files() - before == set()
 
 

@@ -303,20 +303,6 @@ def test_128_kib_of_command_output_renders_line_for_line():
     assert render(seq) == "".join(f"{i}\n" for i in range(1, 20001))
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(["\r\n", "\n", " ", "  ", "a"]),
-                          st.characters(min_codepoint=0x20, max_codepoint=0x7E)), max_size=60).map("".join))
-def test_plain_text_takes_the_fast_path_with_the_same_result(text):
-    from unified_exec_kernel.screen import render as module
-
-    assert text.isascii() and not module._NEEDS_A_TERMINAL.search(text)
-    # The parser's answer, forced, must equal the fast path's.
-    lines = module._Lines()
-    stream = module.pyte.Stream(lines)
-    stream.feed(text.replace("\r\n", "\n"))
-    assert module._plain(text) == lines.text()
-
-
 @settings(max_examples=300, deadline=None)
 @given(escapes.output)
 def test_any_output_of_every_escape_family_renders_without_raising_and_with_only_sgr_escapes(text):

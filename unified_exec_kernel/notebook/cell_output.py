@@ -23,6 +23,7 @@ from ..core.models import UnifiedExecResult, exit_state
 from ..core.session import PtySession
 from ..core.output.truncate import APPROX_BYTES_PER_TOKEN
 from ..core.output.utf8 import newest
+from ..screen.plain import plain_text
 
 TAIL_BYTES = 16 * 1024
 TAIL_LINES = 40
@@ -211,7 +212,11 @@ def _render_with_the_cut(output: str) -> str:
 
 
 def _render(text: str) -> str:
-    # The renderer brings pyte and wcwidth: imported by the first cell that shows output, not at kernel start.
+    plain = plain_text(text)
+    if plain is not None:
+        return plain
+    # The renderer brings pyte and wcwidth (~1.5 MiB): imported by the first output that needs a
+    # terminal's parsing, not at kernel start nor for a command's plain lines or a shell's prompt.
     from ..screen.render import render_terminal_text
 
     return render_terminal_text(text)

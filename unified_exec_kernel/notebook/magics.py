@@ -38,7 +38,6 @@ from ..jupyter.bridge import Bridge
 from . import shell_words
 from .blocking import run_blocking
 from .session_table import SessionTable
-from .sessions import Turn
 
 
 def _session_key(text: str) -> int | str:
@@ -136,6 +135,8 @@ class UnifiedExecMagics(Magics):
             raise UsageError(failed)
 
     def _request(self, args, body: str) -> CellRequest:
+        from .sessions import Turn  # (see cell_run.py: the sessions API comes with the first cell)
+
         if args.timeout is not None and args.timeout < 0:
             raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
         if args.quiet is not None and args.quiet < 0:

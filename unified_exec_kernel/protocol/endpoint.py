@@ -15,7 +15,6 @@ import itertools
 import logging
 from collections.abc import Callable, Collection
 
-from ..core import codex_profile
 from ..core.agent_format import format_for_agent
 from ..core.output.batcher import Batcher
 from ..core.errors import UnifiedExecError, one_line, quoted
@@ -194,6 +193,8 @@ class Endpoint:
         The fields are the tool's own (`cmd`, `workdir`, `tty`, `yield_time_ms`, ...);
         the result is in Codex's text unless `format` is "text".
         """
+        from ..core import codex_profile  # an agent's, not every kernel's start (~1.5 ms of import)
+
         key = messages.session_key(data, required=False)
         output_format = data.get("format", "agent")
         if output_format not in ("text", "agent"):

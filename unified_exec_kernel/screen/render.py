@@ -20,6 +20,7 @@ from typing import NamedTuple
 import pyte
 from wcwidth import wcwidth  # a dependency of pyte; the widths pyte uses
 
+from .plain import plain_text
 from .sgr import DEFAULT, Rendition, apply_sgr, render_line
 
 __all__ = ["feed", "render_terminal_text"]
@@ -58,8 +59,9 @@ def render_terminal_text(text: str) -> str:
     Never raises: the magic renders a bounded tail of the output, which may
     start or end in the middle of an escape sequence.
     """
-    if text.isascii() and not _NEEDS_A_TERMINAL.search(text):
-        return _plain(text)
+    plain = plain_text(text)
+    if plain is not None:
+        return plain
     lines = _Lines()
     # CR LF does just what LF does here (see linefeed); folding them halves
     # the work pyte's per-character parser does on ordinary output.
@@ -95,18 +97,6 @@ def _feed_safely(stream: pyte.Stream, text: str) -> None:
         stream.feed(text)
     except Exception:  # noqa: BLE001
         pass
-
-
-# ASCII text with none of these (no escape, no control but LF and CR LF) is
-# drawn left to right, line after line: what a terminal leaves is the text
-# itself, and the parser (the cost of rendering a flood) can be skipped.
-# (Beyond ASCII, widths and combining marks need the parser.)
-_NEEDS_A_TERMINAL = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
-_TRAILING_SPACES = re.compile(r" +(?=\n|\Z)")
-
-
-def _plain(text: str) -> str:
-    return _TRAILING_SPACES.sub("", text.replace("\r\n", "\n"))
 
 
 class Line(NamedTuple):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import stat
 import time
 
@@ -39,7 +38,7 @@ OWNER = ".owner"
 KEEP = ".keep"
 LEGACY_AFTER_S = 60.0
 """A directory without `OWNER` (made before owners existed) is swept only when this old and its pid is gone."""
-_LEGACY_PID = re.compile(r".*?-(\d+)(?:-\d+)?")
+_LEGACY_PID = r".*?-(\d+)(?:-\d+)?"
 
 
 class JournalDirError(OSError):
@@ -48,6 +47,8 @@ class JournalDirError(OSError):
 
 def make_kernel_dir(base: str, kernel_id: str, *, keep: bool = False) -> tuple[str, int]:
     """A new directory of this kernel's under `base`, and the fd of its held `OWNER` lock (keep it open)."""
+    import re  # here, not at the top: the guardian loads this module for `remove_kernel_journals` alone
+
     label = re.sub(r"[^A-Za-z0-9_.-]", "_", kernel_id)[:64] or f"pid{os.getpid()}"
     for _ in range(10):
         path = os.path.join(base, f"{PREFIX}{label}-{os.urandom(8).hex()}")
@@ -172,5 +173,7 @@ def _legacy_gone(entry: os.DirEntry) -> bool:
     """A directory of an older version (`uexec-journals-<name>-<pid>[-<n>]`, no owner lock): gone if old and its pid is."""
     if time.time() - entry.stat(follow_symlinks=False).st_mtime < LEGACY_AFTER_S:
         return False  # or a new kernel's, between its mkdir and its lock
-    match = _LEGACY_PID.fullmatch(entry.name[len(PREFIX) :])
+    import re  # (as in make_kernel_dir)
+
+    match = re.fullmatch(_LEGACY_PID, entry.name[len(PREFIX) :])
     return match is not None and not os.path.exists(f"/proc/{match.group(1)}")

@@ -35,8 +35,9 @@ What it relies on, and why:
 - Cost. posix_spawn does not copy the kernel (no fork); the guardian is
   started on the loop's next turn after the first spawn and never waited
   for, so no spawn waits for it. A session costs the kernel two tiny
-  non-blocking pipe writes; the guardian (~11 MB, `python -I -S` loading
-  only guardian_process.py and procs.py) sleeps with no timer and handles
+  non-blocking pipe writes; the guardian (~3.7 MiB of its own, `python -I -S`
+  loading only guardian_process.py, procs.py and journal/lifetime.py, none of
+  typing, re or asyncio: benchmarks/bench_costs.py) sleeps with no timer and handles
   news in batches. The kernel gets no thread: the guardian's own exit is a
   pidfd read on the loop.
 - Trouble. A full pipe queues lines in memory, flushed with `add_writer`;

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+from collections import namedtuple
 from collections.abc import Iterable
-from typing import NamedTuple
 
 _PROC = "/proc"
 
@@ -33,10 +33,8 @@ def session_members(session_ids: Iterable[int]) -> dict[int, list[int]]:
     return wanted
 
 
-class ProcessIds(NamedTuple):
-    parent: int
-    session: int
-    zombie: bool
+# Not typing.NamedTuple: typing (and the re it imports) would add ~1 MiB to the guardian, which loads this module.
+ProcessIds = namedtuple("ProcessIds", ["parent", "session", "zombie"])
 
 
 def process_ids(pid: int) -> ProcessIds | None:

@@ -20,37 +20,30 @@ import os
 import signal
 import struct
 import termios
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
 from ..errors import quoted
 
 # Every signal the child may inherit as ignored (Python ignores SIGPIPE; a
 # kernel may ignore SIGINT) goes back to its default, as in a fresh login.
 _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
-
 # A `handoff` reaches the child as this descriptor: a pipe holding just those bytes.
 HANDOFF_FD = 3
 
-
-@dataclass(frozen=True)
-class SpawnedPty:
-    pid: int
-    master_fd: int
-
+# Not a dataclass: dataclasses (inspect, ast, dis) would add ~1.6 MiB to the keeper, which loads this module.
+SpawnedPty = namedtuple("SpawnedPty", ["pid", "master_fd"])
 
 def set_winsize(fd: int, rows: int, cols: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
 
 def get_winsize(fd: int) -> tuple[int, int]:
     rows, cols, _, _ = struct.unpack("HHHH", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))
     return rows, cols
 
-
 def posix_spawn_available() -> bool:
     return hasattr(os, "posix_spawnp") and hasattr(os, "POSIX_SPAWN_OPEN")
-
 
 def spawn_pty(
     argv: Sequence[str],
@@ -89,7 +82,6 @@ def spawn_pty(
     os.set_blocking(spawned.master_fd, False)
     return spawned
 
-
 def _pipe_holding(data: bytes, lowest_fd: int) -> int:
     """The read end (close-on-exec, numbered `lowest_fd` or above) of a pipe that holds `data`, then EOF."""
     read_end, write_end = os.pipe()
@@ -101,7 +93,6 @@ def _pipe_holding(data: bytes, lowest_fd: int) -> int:
         return fcntl.fcntl(read_end, fcntl.F_DUPFD_CLOEXEC, lowest_fd)
     finally:
         os.close(read_end)
-
 
 def _spawn_posix(argv: list[str], env: dict[str, str], rows: int, cols: int, handoff_fd: int | None) -> SpawnedPty:
     master, slave = os.openpty()
@@ -131,7 +122,6 @@ def _spawn_posix(argv: list[str], env: dict[str, str], rows: int, cols: int, han
         os.close(slave)
     return SpawnedPty(pid, master)
 
-
 def _reset_signals() -> None:
     for sig in _DEFAULT_SIGNALS:
         try:
@@ -139,7 +129,6 @@ def _reset_signals() -> None:
         except (OSError, ValueError):
             pass  # not every valid signal may be caught or reset
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
-
 
 def _spawn_ptyprocess(argv: list[str], env: dict[str, str], rows: int, cols: int, cwd: str | None, handoff_fd: int | None) -> SpawnedPty:
     from ptyprocess import PtyProcess

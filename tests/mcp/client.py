@@ -11,6 +11,8 @@ import warnings
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from unified_exec_kernel.mcp.sdk import is_error
+
 
 class Agent:
     """A connected client: `call` a tool (its text and whether it is an error), `notifications` as they came."""
@@ -21,7 +23,7 @@ class Agent:
 
     async def call(self, tool: str, **arguments) -> tuple[str, bool]:
         result = await self.session.call_tool(tool, arguments)
-        return "".join(part.text for part in result.content), bool(result.is_error)
+        return "".join(part.text for part in result.content), is_error(result)
 
     async def text(self, tool: str, **arguments) -> str:
         text, error = await self.call(tool, **arguments)

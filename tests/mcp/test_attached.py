@@ -147,6 +147,8 @@ async def test_the_documented_configuration_works_as_pasted_with_the_sdks_bare_e
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
+    from unified_exec_kernel.mcp.sdk import is_error
+
     runtime = tmp_path / "rt"  # not Jupyter's default runtime directory, and not passed on: the SDK drops JUPYTER_RUNTIME_DIR
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
@@ -163,7 +165,7 @@ async def test_the_documented_configuration_works_as_pasted_with_the_sdks_bare_e
                     await session.initialize()
                     result = await session.call_tool("exec_command", {"cmd": "sleep 30 # pasted", "yield_time_ms": 250})
                     text = "".join(part.text for part in result.content)
-                    assert not result.is_error and "Process running with session ID" in text, text
+                    assert not is_error(result) and "Process running with session ID" in text, text
                     assert "sleep 30 # pasted" in running.run("%uexec_sessions")  # it runs in that kernel
                     await session.call_tool("kill_session", {"session_id": parse(text)["session"]})
     finally:

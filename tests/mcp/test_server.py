@@ -14,13 +14,13 @@ from .client import connected
 
 async def test_the_tools_are_listed_with_codex_names_descriptions_and_parameters():
     async with connected() as agent:
-        tools = {tool.name: tool for tool in (await agent.session.list_tools()).tools}
+        tools = {tool.name: tool.model_dump(by_alias=True) for tool in (await agent.session.list_tools()).tools}
     assert set(tools) == {"exec_command", "write_stdin", "list_sessions", "read_output", "kill_session", "watch_output"}
-    assert tools["exec_command"].description == "Runs a command in a PTY, returning output or a session ID for ongoing interaction."
-    assert tools["write_stdin"].description == "Writes characters to an existing unified exec session and returns recent output."
-    assert set(tools["exec_command"].input_schema["properties"]) == {"cmd", "workdir", "shell", "tty", "login", "yield_time_ms", "max_output_tokens"}
-    assert tools["exec_command"].input_schema["required"] == ["cmd"]
-    assert set(tools["write_stdin"].input_schema["properties"]) == {"session_id", "chars", "yield_time_ms", "max_output_tokens"}
+    assert tools["exec_command"]["description"] == "Runs a command in a PTY, returning output or a session ID for ongoing interaction."
+    assert tools["write_stdin"]["description"] == "Writes characters to an existing unified exec session and returns recent output."
+    assert set(tools["exec_command"]["inputSchema"]["properties"]) == {"cmd", "workdir", "shell", "tty", "login", "yield_time_ms", "max_output_tokens"}
+    assert tools["exec_command"]["inputSchema"]["required"] == ["cmd"]
+    assert set(tools["write_stdin"]["inputSchema"]["properties"]) == {"session_id", "chars", "yield_time_ms", "max_output_tokens"}
 
 
 async def test_exec_command_and_write_stdin_answer_in_codex_grammar_and_tell_the_exit():

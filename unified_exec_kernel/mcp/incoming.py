@@ -1,6 +1,6 @@
 """What the server reads: each line the SDK can take, or the one-line answer to a request it cannot read.
 
-The SDK validates every incoming line (`jsonrpc_message_adapter`) and,
+The SDK validates every incoming line (`sdk.validate_message`) and,
 when that fails, logs and drops it: a client whose request was a lone
 surrogate (`"\\ud800"`, which Python's json.dumps writes), a cut line,
 bytes that are not UTF-8 or the wrong types then waits for ever. So each
@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 
-import mcp_types as types
+from . import sdk
 
 from ..core.errors import one_line
 
@@ -49,7 +49,7 @@ def check(line: bytes | TooLong) -> tuple[str | None, bytes | None, str | None]:
     if not text.strip():
         return None, None, None  # a blank line between messages: nothing to answer or report
     try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        sdk.validate_message(line)
     except Exception as error:  # noqa: BLE001 - pydantic's ValidationError, or worse: answered, never raised
         reason = _first_line(error)
     else:

@@ -1,7 +1,7 @@
 """The MCP server: tools listed, calls dispatched to an engine, every failure one line.
 
-Speaks MCP over stdio with the official SDK's low-level server, so the
-tool schemas are exactly ours (Codex's names, defaults and descriptions,
+Speaks MCP over stdio with the official SDK's low-level server (1.x or
+2.x: sdk.py), so the tool schemas are exactly ours (Codex's names, defaults and descriptions,
 tools.py). An engine (standalone.py, or attached.py for a kernel's
 sessions) does the work; here a call becomes a text result, and anything
 it raises becomes one line in an error result: a model's bad input never
@@ -15,12 +15,10 @@ import json
 import logging
 import warnings
 
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from opentelemetry import trace
-
 from ..core import codex_profile as codex
+from . import sdk
 from .notify import Notifier
+from .sdk import types
 from .stdio import serve_stdio
 from .tools import TOOLS
 from ..core.errors import one_line, quoted
@@ -45,15 +43,14 @@ class Service:
             warnings.simplefilter("ignore")  # logging is deprecated for the newest protocol era; our clients speak the handshake era
             await self._session.send_log_message("info", data, logger="uexec")
 
-    async def list_tools(self, ctx, params) -> types.ListToolsResult:
+    async def list_tools(self) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[types.Tool(name=name, description=spec["description"], input_schema=spec["inputSchema"]) for name, spec in TOOLS.items()]
+            tools=[types.Tool(name=name, description=spec["description"], inputSchema=spec["inputSchema"]) for name, spec in TOOLS.items()]
         )
 
-    async def call_tool(self, ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        self._session = ctx.session
-        name = params.name
-        arguments = params.arguments or {}
+    async def call_tool(self, session, name: str, arguments: dict | None) -> types.CallToolResult:
+        self._session = session
+        arguments = arguments or {}
         method = getattr(self.engine, name, None) if name in TOOLS else None
         if method is None:
             return _error(f"unknown tool {quoted(name)}; expected one of {', '.join(TOOLS)}")
@@ -71,16 +68,13 @@ class Service:
 
 
 def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(text))], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=one_line(text))], isError=True)
 
 
 async def serve(make_engine) -> None:
     """Serve one client over stdin and stdout until it goes away; then end every session."""
     service = Service(make_engine)
-    server = Server(NAME, on_list_tools=service.list_tools, on_call_tool=service.call_tool)
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        # Nobody configured tracing: the SDK's span per message records nothing and costs ~0.3 ms a call.
-        server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    server = sdk.server(NAME, service.list_tools, service.call_tool)
     try:
         async with serve_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

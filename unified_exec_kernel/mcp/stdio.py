@@ -15,11 +15,12 @@ which Python's json.dumps writes) is answered here, in one line, when an id
 can be found in it (incoming.py); one without is logged once, to stderr.
 Only what the SDK's own check accepts is handed to it.
 
-As the SDK does, fd 0 and fd 1 are moved out of the way while serving
-(the null device and stderr): a stray read or print of the server, or of
-anything it starts that inherits them, never reaches the wire. Standard
-streams the loop cannot watch (a regular file) are served by the SDK's
-own transport.
+As the SDK's 2.x does, fd 0 and fd 1 are moved out of the way while
+serving (the null device and stderr): a stray read or print of the server,
+or of anything it starts that inherits them, never reaches the wire.
+Standard streams the loop cannot watch (a regular file) are served by the
+SDK's own transport, on the wire's descriptors moved aside here too (its
+1.x would leave them in place).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import logging
 import os
 import stat
 
+import anyio
 from mcp.server.stdio import stdio_server
 
 from .incoming import LINE_LIMIT, TooLong, check
@@ -129,34 +131,46 @@ def _watchable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-@contextlib.asynccontextmanager
-async def serve_stdio():
-    """The SDK's (read_stream, write_stream) over fd 0 and fd 1, read and written on this loop."""
-    if not (_watchable(0) and _watchable(1)):
-        async with stdio_server() as streams:
-            yield streams
-        return
-    loop = asyncio.get_running_loop()
+@contextlib.contextmanager
+def _wire_aside():
+    """(the wire's stdin, its stdout) as descriptors of their own, for the caller to close; meanwhile fd 0 reads the null device and fd 1 writes to stderr."""
     wire_in, wire_out = os.dup(0), os.dup(1)
     saved_in, saved_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    transports = []
     try:
-        reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0))
-        transports.append(transport)
-        transport, protocol = await loop.connect_write_pipe(_Drain, os.fdopen(wire_out, "wb", buffering=0))
-        transports.append(transport)
-        out = _Out(transport, protocol)
-        async with stdio_server(_Lines(reader, out), out) as streams:
-            yield streams
+        yield wire_in, wire_out
     finally:
-        for transport in transports:
-            transport.close()
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
         os.close(saved_in)
         os.close(saved_out)
+
+
+@contextlib.asynccontextmanager
+async def serve_stdio():
+    """The SDK's (read_stream, write_stream) over fd 0 and fd 1, read and written on this loop."""
+    if not (_watchable(0) and _watchable(1)):
+        # The SDK's threaded transport, on our descriptors: its 1.x moves neither fd 0 nor fd 1 aside itself.
+        with _wire_aside() as (wire_in, wire_out):
+            with open(wire_in, "r", encoding="utf-8", errors="replace") as stdin, open(wire_out, "w", encoding="utf-8") as stdout:
+                async with stdio_server(anyio.wrap_file(stdin), anyio.wrap_file(stdout)) as streams:
+                    yield streams
+        return
+    loop = asyncio.get_running_loop()
+    transports = []
+    with _wire_aside() as (wire_in, wire_out):
+        try:
+            reader = asyncio.StreamReader(limit=LINE_LIMIT)
+            transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0))
+            transports.append(transport)
+            transport, protocol = await loop.connect_write_pipe(_Drain, os.fdopen(wire_out, "wb", buffering=0))
+            transports.append(transport)
+            out = _Out(transport, protocol)
+            async with stdio_server(_Lines(reader, out), out) as streams:
+                yield streams
+        finally:
+            for transport in transports:
+                transport.close()

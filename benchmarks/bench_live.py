@@ -576,6 +576,11 @@ class Lab:
         os.makedirs(notification)
         with open(os.path.join(notification, "notification.jupyterlab-settings"), "w") as f:
             json.dump({"fetchNews": "false"}, f)
+        # The page as most users have it: not nbgrader's toolbar and sidebar (the test extra installs it).
+        env["JUPYTER_CONFIG_DIR"] = os.path.join(self.tmp, "config")
+        os.makedirs(os.path.join(env["JUPYTER_CONFIG_DIR"], "labconfig"))
+        with open(os.path.join(env["JUPYTER_CONFIG_DIR"], "labconfig", "page_config.json"), "w") as f:
+            json.dump({"disabledExtensions": {"@jupyter/nbgrader": True}}, f)
         extra = []
         if WITHOUT_NODELAY:
             extra.append("--ServerApp.jpserver_extensions=unified_exec_kernel=False")

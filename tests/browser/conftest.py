@@ -186,8 +186,14 @@ def isolated_env(base: Path) -> dict[str, str]:
     ours = settings / EXTENSION_NAME / "notifications.jupyterlab-settings"
     ours.parent.mkdir(parents=True)
     ours.write_text(json.dumps({"enabled": False}))
+    # nbgrader (the test extra has it, for tests/test_grading.py) adds toolbar buttons and a sidebar that
+    # push the notebook's kernel status into the toolbar's overflow menu: a page as most users have it.
+    config = base / "config"
+    (config / "labconfig").mkdir(parents=True, exist_ok=True)
+    (config / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {"@jupyter/nbgrader": True}}))
     env = dict(os.environ)
     env.update(
+        JUPYTER_CONFIG_DIR=str(config),
         JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(workspaces),
         JUPYTER_RUNTIME_DIR=str(runtime),

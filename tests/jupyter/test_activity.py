@@ -198,6 +198,10 @@ def server_of(hub: Hub, name: str, token: str) -> dict | None:
     return model["servers"].get("")
 
 
+def _reported_within(server: dict | None, seconds: float) -> bool:
+    return bool(server and server.get("last_activity")) and (datetime.now(timezone.utc) - server_time(server["last_activity"])).total_seconds() < seconds
+
+
 @contextlib.contextmanager
 def idle_culler(hub: Hub, token: str, folder: Path):
     """jupyterhub-idle-culler as a hub service, started now (once the sessions run: it would cull a
@@ -232,6 +236,10 @@ def test_the_hubs_idle_culler_leaves_a_server_whose_session_prints_and_culls_one
         assert status == 201, f"{status} {kernel}\n{hub.log_tail()}"
         url = f"ws://127.0.0.1:{hub.port}/user/printer/api/kernels/{kernel['id']}/channels"
         asyncio.run(start_job(url, tokens["printer"], PRINTS))
+        # The culler judges by what the servers last reported (every second here): it starts once the
+        # printing server's reports arrive, or a server still starting (under load) would be judged idle.
+        wait_for(lambda: _reported_within(server_of(hub, "printer", tokens["printer"]), HUB_CULL_S / 2), SERVER_START_S,
+                 "the printing server's activity never reached the hub", hub.log_tail)
         with idle_culler(hub, culler_token, folder) as culler_log:
             started = time.monotonic()
             # From here on only the hub is asked: a request to a user's server is activity of its own.

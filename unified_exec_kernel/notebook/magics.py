@@ -34,6 +34,7 @@ from ..core.errors import UnifiedExecError
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
+from ..jupyter.remote import kept_sessions_here
 from .blocking import run_blocking
 from .session_table import SessionTable
 from .sessions import Turn
@@ -112,6 +113,10 @@ class UnifiedExecMagics(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {args.out!r}")
         request = self._request(args, body)
+        if args.keep:
+            where = kept_sessions_here()  # behind a gateway a restart may not be what --keep outlives
+            if where:
+                print(where)
         result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:
             self.shell.user_ns[args.out] = result

@@ -26,6 +26,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
+from unified_exec_kernel.jupyter.remote import kept_sessions_here
 from unified_exec_kernel.server.relay import NO_CHANNEL
 
 from .conftest import free_port, session_processes
@@ -116,8 +117,14 @@ def gateway(tmp_path_factory):
 
 
 @pytest.fixture
-def kernel_id(gateway):
-    status, model = gateway.request("POST", "/api/kernels", {"name": "uexec"})
+def kernel_env() -> dict[str, str]:
+    """The `env` of the kernel's POST: Kernel Gateway hands its `KERNEL_*` entries to the kernel."""
+    return {}
+
+
+@pytest.fixture
+def kernel_id(gateway, kernel_env):
+    status, model = gateway.request("POST", "/api/kernels", {"name": "uexec", "env": kernel_env})
     assert status == 201, f"{status} {model}\n{gateway.log_tail()}"
     try:
         yield model["id"]
@@ -254,3 +261,43 @@ async def test_a_server_in_gateway_mode_offers_no_direct_channel_and_the_view_ke
         assert ws.close_code == NO_CHANNEL, (ws.close_code, ws.close_reason)
     finally:
         server.stop()
+
+
+async def test_keep_at_a_kernel_gateway_says_a_restart_keeps_the_session_and_one_does(gateway, kernel_id):
+    channels = await _channels(gateway, kernel_id)
+    try:
+        reply, text = await channels.execute("%%uexec --keep --name kept -t 300\nbash --norc -i\n")
+        assert reply["status"] == "ok" and STATUS_LINE.search(text), text
+        said = kept_sessions_here({"KERNEL_GATEWAY": "1"})
+        assert [line for line in text.splitlines() if line.startswith("[--keep")] == [said], text
+        assert "outlive a restart" in said
+    finally:
+        channels.close()
+
+    status, _ = gateway.request("POST", f"/api/kernels/{kernel_id}/restart", {}, timeout=60)
+    assert status == 200, gateway.log_tail()
+    channels = await _channels(gateway, kernel_id)
+    try:  # the next kernel took the session back, as the line said
+        comm = await channels.open_unified_exec(timeout=30)
+        sessions = (await channels.ask(comm, {"type": "list", "request_id": "after"}))["sessions"]
+        assert [(s["name"], s["alive"], s["kept"], s["restarts"]) for s in sessions] == [("kept", True, True, 1)], sessions
+        killed = await channels.ask(comm, {"type": "kill", "request_id": "end", "session_id": sessions[0]["session_id"]})
+        assert killed["type"] == "ok", killed
+    finally:
+        channels.close()
+
+
+@pytest.mark.parametrize("kernel_env", [{"KERNEL_POD_NAME": "uexec-pod-7"}])
+async def test_keep_in_an_enterprise_gateway_pod_says_in_one_line_that_a_restart_ends_kept_sessions(gateway, kernel_id):
+    channels = await _channels(gateway, kernel_id)
+    try:
+        reply, text = await channels.execute("%%uexec --keep -t 300\nbash --norc -i\n")
+        assert reply["status"] == "ok", text
+        assert [line for line in text.splitlines() if line.startswith("[--keep")] == [
+            "[--keep: Enterprise Gateway replaces this kernel's pod 'uexec-pod-7' on restart:"
+            " kept sessions end with it]"
+        ], text
+        reply, text = await channels.execute("%%uexec -t 300\nbash --norc -i\n")  # no --keep: nothing to say
+        assert reply["status"] == "ok" and "[--keep" not in text, text
+    finally:
+        channels.close()

@@ -8,9 +8,11 @@
  *
  * The kernel says what happened (`session_event`, protocol/notices.py) on
  * the direct channel, which a page reaches whether or not a notebook on
- * that kernel is open: one socket per running kernel, no comm (a second
- * comm-handling kernel connection would close the widgets' comms it does
- * not know). This page decides whether anyone is looking.
+ * that kernel is open: one socket per running kernel. Where there is none
+ * (a gateway's kernel: only its messages reach the page), the same
+ * messages come on a comm of a kernel connection of our own that handles
+ * no other comm (eventcomm.ts; one that did would close the widgets' comms
+ * it does not know). This page decides whether anyone is looking.
  */
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
@@ -18,9 +20,10 @@ import { Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 
-import { directUrl } from './direct';
+import { DirectCarrier, directUrl } from './direct';
+import { EventComm } from './eventcomm';
 import { noticeKind, noticeText } from './notice';
-import { asKernelMessage, PROTOCOL_VERSION, type SessionEventMessage } from './protocol';
+import { PROTOCOL_VERSION, type SessionEventMessage } from './protocol';
 import type { TerminalTabs } from './tabs';
 
 /** The settings (schema/notifications.json). */
@@ -34,6 +37,10 @@ export const DEFAULT_SETTINGS: NotifySettings = { enabled: true, minimumSeconds:
 
 /** A kernel without a channel is asked again this often (`%load_ext` may have started one). */
 const RETRY_NO_CHANNEL_MS = 10_000;
+/** Refusals of the direct channel before the kernel's comm is asked (a gateway's kernel has no channel). */
+const DIRECT_TRIES_BEFORE_COMM = 3;
+/** The longest wait between comms a kernel refused (a kernel that is not ours). */
+const COMM_RETRY_MAX_MS = 5 * 60_000;
 /** Waits before reconnecting a dropped channel (a restart takes seconds). */
 const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];
 
@@ -167,7 +174,10 @@ export class SessionNotifier {
     for (const id of running.keys()) {
       const channel = this._channels.get(id);
       if (!channel) {
-        this._channels.set(id, new EventChannel(this._url(id), event => this.tell(id, event)));
+        const model = running.get(id) as Kernel.IModel;
+        const open = (): Kernel.IKernelConnection =>
+          this._app.serviceManager.kernels.connectTo({ model, handleComms: false });
+        this._channels.set(id, new EventChannel(this._url(id), open, event => this.tell(id, event)));
       } else if (channel.retryable) {
         channel.retry();
       }
@@ -183,10 +193,19 @@ export class SessionNotifier {
   private _settings: NotifySettings = { ...DEFAULT_SETTINGS, enabled: false };
 }
 
-/** A kernel's direct channel, listened to for `session_event` only; it attaches nothing. */
+type NewsCarrier = DirectCarrier | EventComm;
+
+/**
+ * One kernel's news, `hello` and `session_event`, as the protocol says them
+ * on either carrier: its direct channel where our server extension relays
+ * one, else the `unified_exec` comm on a kernel connection of our own
+ * (eventcomm.ts: a gateway's kernel, whose messages alone reach the page).
+ * It attaches nothing and sends nothing.
+ */
 class EventChannel {
   constructor(
     private readonly _url: string,
+    private readonly _openKernel: () => Kernel.IKernelConnection,
     private readonly _heard: (event: SessionEventMessage) => void
   ) {
     this._connect();
@@ -200,66 +219,88 @@ class EventChannel {
   retry(): void {
     clearTimeout(this._timer);
     this._noChannelSince = null;
+    const carrier = this._carrier;
+    this._carrier = null; // its close is not a loss to act on
+    carrier?.dispose();
     this._connect();
   }
 
   close(): void {
     this._closed = true;
     clearTimeout(this._timer);
-    this._socket?.close();
-    this._socket = null;
+    this._carrier?.dispose();
+    this._carrier = null;
   }
 
   private _connect(): void {
-    if (this._closed) {
-      return;
+    if (!this._closed && !this._carrier) {
+      this._use(new DirectCarrier({ url: this._url, sessionId: 0 }));
     }
-    let socket: WebSocket;
-    try {
-      socket = new WebSocket(this._url);
-    } catch {
-      this._noChannelSince = Date.now();
-      return;
-    }
-    this._socket = socket;
-    socket.onmessage = message => {
-      if (typeof message.data !== 'string') {
-        return;
-      }
-      let msg;
-      try {
-        msg = asKernelMessage(JSON.parse(message.data));
-      } catch {
-        return;
-      }
-      if (msg?.type === 'hello') {
-        this._attempt = 0;
-        this._speaks = msg.protocol_version === PROTOCOL_VERSION;
-        console.debug(`uexec: listening for session events on ${this._url.replace(/\?.*/, '')}`);
-      } else if (msg?.type === 'session_event' && this._speaks) {
-        this._heard(msg);
-      }
-    };
-    socket.onclose = event => {
-      if (socket !== this._socket || this._closed) {
-        return;
-      }
-      this._socket = null;
-      // No channel yet (a kernel just started binds it as our extension loads), or dropped (a restart,
-      // the server): try again a few times, then now and then as the kernels change.
-      if (this._attempt < RECONNECT_MS.length) {
-        this._timer = setTimeout(() => this._connect(), RECONNECT_MS[this._attempt++]);
-      } else {
-        // A kernel without a channel (not ours, or its extension loaded later) is asked again now and then.
-        this._noChannelSince = Date.now();
-        this._timer = setTimeout(() => this.retry(), RETRY_NO_CHANNEL_MS);
-      }
-    };
   }
 
-  private _socket: WebSocket | null = null;
+  private _use(carrier: NewsCarrier): void {
+    this._carrier = carrier;
+    let heard = false;
+    carrier.listen({
+      received: msg => {
+        if (carrier !== this._carrier) {
+          return;
+        }
+        if (msg.type === 'hello') {
+          heard = true;
+          this._attempt = 0;
+          this._refused = 0;
+          this._commWait = RETRY_NO_CHANNEL_MS;
+          this._speaks = msg.protocol_version === PROTOCOL_VERSION;
+          const over = carrier instanceof EventComm ? "the kernel's comm" : this._url.replace(/\?.*/, '');
+          console.debug(`uexec: listening for session events on ${over}`);
+        } else if (msg.type === 'session_event' && this._speaks) {
+          this._heard(msg);
+        }
+      },
+      closed: reason => {
+        if (carrier === this._carrier && !this._closed) {
+          this._carrier = null;
+          this._lost(carrier, heard, reason);
+        }
+      }
+    });
+  }
+
+  /** `carrier` closed; `heard`: after its `hello` (the kernel went), else it never worked. */
+  private _lost(carrier: NewsCarrier, heard: boolean, reason: string): void {
+    if (carrier instanceof DirectCarrier && !heard) {
+      this._refused++;
+      // A kernel just started binds its socket as our extension loads: ask the socket a few times first.
+      if (this._refused >= DIRECT_TRIES_BEFORE_COMM && Date.now() >= this._commAfter) {
+        console.debug(`uexec: ${reason}; listening for session events on the kernel's comm instead`);
+        this._use(new EventComm(this._openKernel()));
+        return;
+      }
+    } else if (carrier instanceof EventComm && !heard) {
+      // No `unified_exec` target (not our kernel, or not loaded yet): each refusal is a line in the
+      // kernel's log, so ask its comm less and less often.
+      this._commAfter = Date.now() + this._commWait;
+      this._commWait = Math.min(this._commWait * 2, COMM_RETRY_MAX_MS);
+    }
+    // No channel yet, or dropped (a restart, the server): try again a few times, then now and then as the
+    // kernels change.
+    if (this._attempt < RECONNECT_MS.length) {
+      this._timer = setTimeout(() => this._connect(), RECONNECT_MS[this._attempt++]);
+    } else {
+      this._noChannelSince = Date.now();
+      this._timer = setTimeout(() => this.retry(), RETRY_NO_CHANNEL_MS);
+    }
+  }
+
+  private _carrier: NewsCarrier | null = null;
   private _closed = false;
   private _attempt = 0;
+  /** First attempts of the direct channel refused in a row. */
+  private _refused = 0;
+  /** When the comm may be asked again after the kernel refused it. */
+  private _commAfter = 0;
+  private _commWait = RETRY_NO_CHANNEL_MS;
   private _speaks = false;
   private _noChannelSince: number | null = null;
   private _timer: ReturnType<typeof setTimeout> | undefined = undefined;

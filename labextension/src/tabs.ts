@@ -17,6 +17,7 @@ import { SessionsConnection, type SessionCarrier } from './connection';
 import { DirectCarrier, DirectFirstCarrier, directUrl, KEPT_NOTICE } from './direct';
 import type { FrontEndMessage } from './protocol';
 import { sessionsIcon } from './icons';
+import { kernelBack } from './restart';
 import { SessionTerminal } from './terminal';
 
 /** What a tab is, as saved in the workspace and passed to the open command. */
@@ -40,9 +41,6 @@ const NOTEBOOKS_READY_MS = 30_000;
 
 /** How long a kept session's tab waits for its restarting kernel to answer again. */
 const RESTART_WAIT_MS = 60_000;
-
-/** Kernel states in which a comm can be opened and answered. */
-const REACHABLE: ReadonlySet<Kernel.Status> = new Set(['idle', 'busy']);
 
 /**
  * A tab's carrier: the session over the direct channel, else the comm's
@@ -124,7 +122,7 @@ class TabCarrier extends CarrierBase {
   }
 
   private async _rejoin(kernel: Kernel.IKernelConnection): Promise<void> {
-    const back = await reachable(kernel, RESTART_WAIT_MS);
+    const back = await kernelBack(kernel, RESTART_WAIT_MS);
     if (this._disposed) {
       return;
     }
@@ -148,28 +146,6 @@ class TabCarrier extends CarrierBase {
 }
 
 const RESTARTING: ReadonlySet<Kernel.Status> = new Set(['restarting', 'autorestarting']);
-
-/** True once `kernel` answers (idle or busy); false if it dies, goes, or `ms` pass first. */
-function reachable(kernel: Kernel.IKernelConnection, ms: number): Promise<boolean> {
-  return new Promise(resolve => {
-    const check = (): void => {
-      const done = kernel.isDisposed || kernel.status === 'dead' ? false : REACHABLE.has(kernel.status) || null;
-      if (done !== null) {
-        finish(done);
-      }
-    };
-    const finish = (result: boolean): void => {
-      clearTimeout(timer);
-      kernel.statusChanged.disconnect(check);
-      kernel.disposed.disconnect(check);
-      resolve(result);
-    };
-    const timer = setTimeout(() => finish(false), ms);
-    kernel.statusChanged.connect(check);
-    kernel.disposed.connect(check);
-    check();
-  });
-}
 
 /** The tab's content: the shared terminal, told by Lumino when it shows or gets focus. */
 export class TerminalContent extends Widget {

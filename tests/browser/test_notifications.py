@@ -67,6 +67,21 @@ def close_notebook(page, name: str) -> None:
     page.locator("#jp-main-dock-panel .jp-NotebookPanel").wait_for(state="detached", timeout=30_000)
 
 
+def start_then_scroll_away(page, cells):
+    """Run cell 1 (a live view: session 0) and cell 2 (session 1), then scroll to the end of cell 3, a tall one,
+    out of the view's sight; the view."""
+    run_cell(page, cells, 1)
+    view = cells.nth(1).locator(".uexec-terminal")
+    view.wait_for(timeout=LOAD_S * 1000)
+    wait_output(cells.nth(1), r"\[session 0 was running ·", LOAD_S)
+    run_cell(page, cells, 2)
+    wait_output(cells.nth(2), r"\[session 1 running ·", LOAD_S)
+    cells.nth(3).locator(".cm-content").click()
+    page.keyboard.press("Control+End")
+    wait_until(lambda: not view.evaluate(IN_FRAME_JS), 15, "the live view to be scrolled away")
+    return view
+
+
 def toast(page, text: str):
     return page.locator(".Toastify__toast", has_text=text)
 
@@ -87,17 +102,8 @@ def test_an_end_out_of_sight_is_told_and_its_action_opens_the_session(notifying_
             f"%%uexec --name later -t 300\n{WAITING.format(name='later', code=0)}",
             FILLER,
         ])
-        run_cell(page, cells, 1)
-        view = cells.nth(1).locator(".uexec-terminal")
-        view.wait_for(timeout=LOAD_S * 1000)
-        wait_output(cells.nth(1), r"\[session 0 was running ·", LOAD_S)
-        run_cell(page, cells, 2)
-        wait_output(cells.nth(2), r"\[session 1 running ·", LOAD_S)
-
-        # The live view scrolled out of the notebook's sight; then the session ends.
-        cells.nth(3).locator(".cm-content").click()
-        page.keyboard.press("Control+End")
-        wait_until(lambda: not view.evaluate(IN_FRAME_JS), 15, "the live view to be scrolled away")
+        start_then_scroll_away(page, cells)
+        # The live view out of the notebook's sight; then the session ends.
         (server.root / "stop-train").touch()
         told = toast(page, "session 'train' exited with code 1 after")
         wait_until(lambda: told.count() or None, 60, f"the toast (the page said: {[line for line in heard if 'uexec' in line]})")

@@ -35,6 +35,26 @@ def test_the_widget_carries_a_small_loader_and_the_module_comes_as_buffers():
     assert b".xterm" in styles
 
 
+@pytest.mark.skipif(not frontend.built(), reason="the front end is not built (no npm at install)")
+def test_behind_a_gateway_a_view_carries_the_module_itself_for_no_buffer_reaches_its_page(monkeypatch):
+    from unified_exec_kernel.live.loaded import LoadedWidget
+
+    monkeypatch.setenv("KERNEL_GATEWAY", "1")
+    script, styles = frontend.whole()
+    view = LoadedWidget()
+    try:
+        assert (view._esm, view._css) == (script, styles) and "xterm" in view._esm and ".xterm" in view._css
+        player = LoadedWidget(view="player")  # a replay's view is the module's other export: it keeps the loader
+        assert player._esm == frontend.LOADER.read_text(encoding="utf-8") and player._css == ""
+        player.close()
+    finally:
+        view.close()
+    monkeypatch.delenv("KERNEL_GATEWAY")
+    here = LoadedWidget()
+    assert here._esm == frontend.LOADER.read_text(encoding="utf-8") and here._css == ""
+    here.close()
+
+
 def test_without_the_module_the_stand_in_says_why():
     stand_in = frontend._STAND_IN
     assert "\n" in stand_in, "a one-line string would be taken for a file name"

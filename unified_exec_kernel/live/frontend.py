@@ -11,6 +11,12 @@ one ~350 KB copy of xterm.js per live view. The loader asks the kernel for
 the module over the widget's own messages, once per page (`module`), so it
 works wherever widget messages do and needs no URL and no network.
 
+Behind a gateway a page gets no buffers: a notebook server in gateway mode
+relays the kernel's websocket as text and drops, with the rest of that
+connection, any binary message (jupyter_server's gateway client decodes it as
+UTF-8). There the widget carries the module itself (`whole()`), as `_esm`
+and `_css`, at the cost the loader saves elsewhere.
+
 A source install without Node has no module; then `TerminalWidget` shows its
 text snapshot instead of a view that could never render (see `built()`), and
 a view rendered anyway (inside a container widget) says why in one line.
@@ -54,6 +60,12 @@ def module() -> tuple[str, bytes, bytes] | None:
     if not built():
         return None
     return _read(ESM.stat().st_mtime_ns, CSS.stat().st_mtime_ns)
+
+
+def whole() -> tuple[str, str] | None:
+    """(module, styles) as text, for an `_esm` and `_css` that need no `module` message; None when not built."""
+    found = module()
+    return None if found is None else (found[1].decode("utf-8"), found[2].decode("utf-8"))
 
 
 def module_hash() -> str:

@@ -17,16 +17,21 @@ import anywidget
 from traitlets import Unicode
 
 from . import frontend
+from ..jupyter.remote import behind_gateway
 
 
 class LoadedWidget(anywidget.AnyWidget):
     _esm = frontend.esm()
+    _css = ""  # the loader brings the styles; behind a gateway the widget carries them (frontend.whole())
 
     view = Unicode("default", help="the export of the front-end module that renders this widget").tag(sync=True)
     screen_html = Unicode(help="the last screen as HTML: what a view shows without a kernel").tag(sync=True)
     frontend_hash = Unicode(help="which module the loader asks for (a page loads it once)").tag(sync=True)
 
     def __init__(self, **kwargs):
+        whole = frontend.whole() if kwargs.get("view", "default") == "default" and behind_gateway() else None
+        if whole is not None:  # no buffer reaches the page: no loader that asks for them
+            kwargs.update(_esm=whole[0], _css=whole[1])
         super().__init__(frontend_hash=frontend.module_hash(), **kwargs)
         self.on_msg(self._on_message)
 

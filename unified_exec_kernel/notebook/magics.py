@@ -35,6 +35,7 @@ from ..core.errors import UnifiedExecError, one_line, quoted
 from ..core.keys import keys_text, signal_number
 from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
+from ..jupyter.remote import kept_sessions_here
 from . import shell_words
 from .blocking import run_blocking
 from .session_table import SessionTable
@@ -127,6 +128,10 @@ class UnifiedExecMagics(Magics):
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {quoted(args.out)}")
         request = self._request(args, body)
+        if args.keep:
+            where = kept_sessions_here()  # behind a gateway a restart may not be what --keep outlives
+            if where:
+                print(where)
         result = await run_in_cell(self.manager, self.bridge, request, self.live_view, more=more)
         if args.out:  # as a `sessions` call returns it (`--raw`: as it came)
             self.shell.user_ns[args.out] = CellOutput.for_python(result, raw=args.raw)

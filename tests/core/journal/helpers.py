@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import os
 
+import pytest
+
 from unified_exec_kernel.core.journal import JournalStore, open_journal
 from unified_exec_kernel.core.manager import UnifiedExecSessionManager
 
@@ -28,3 +30,18 @@ async def written(store: JournalStore, key):
 
 def mode(path) -> int:
     return os.stat(path).st_mode & 0o777
+
+
+@contextlib.contextmanager
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs (a disk that fills), unmounted after; skips where it cannot be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.system(f"mount -t tmpfs -o size=256k tmpfs {mount} 2>/dev/null") != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        os.system(f"umount {mount}")

@@ -1,29 +1,13 @@
 """A kernel's journals: where they live, by which key they are found, how long they last."""
 
 import asyncio
-import contextlib
 import os
 
 import pytest
 
 from unified_exec_kernel.core.journal import JournalNotFound, JournalStore
 
-from .helpers import journaled, mode, written
-
-
-@contextlib.contextmanager
-def small_disk(tmp_path):
-    """A 256 KiB tmpfs (a disk that fills), unmounted after; skips where it cannot be mounted."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.system(f"mount -t tmpfs -o size=256k tmpfs {mount} 2>/dev/null") != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield mount
-    finally:
-        os.system(f"umount {mount}")
+from .helpers import journaled, mode, small_disk, written
 
 
 async def test_a_finished_one_shot_command_stays_readable_by_name_and_id(tmp_path):

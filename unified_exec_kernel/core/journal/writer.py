@@ -42,6 +42,13 @@ MAX_EVENT_BYTES = 64 * 1024
 # many items a round, and a write (which lets the GIL go) after each full event.
 MAX_ITEMS = 256
 COALESCE_US = 20_000
+DISK_FULL = "the disk is full"
+# A disk that refused an event takes output again only with this much free: room for a whole
+# event (escapes make its line longer) with its index and marks. The room a refused event did not
+# fit is free again once its write is cut back: under load a burst's tail came as a small event
+# of its own (the coalescing window closed mid-burst), fitted there, ended the loss with its
+# note, and the next event began another, so one loss read as two.
+RESUME_FREE_BYTES = 2 * MAX_EVENT_BYTES
 GATHER_IDLE_S = 0.0  # how long an idle writer woken by an item waits for more (a barrier does not wait); off: at 0.02 s reads raced it in CI
 FILE_MODE = 0o600
 
@@ -279,7 +286,7 @@ class JournalWriter:
         position, lines, last_us = journal.position, journal.lines, journal.last_us
         ended = None  # the drop whose note heads this write
         if journal.dropping is not None and outputs:
-            if self._over_cap(journal, RECORD.size + 2 * outputs[0][1]) is not None:
+            if self._over_cap(journal, RECORD.size + 2 * outputs[0][1]) is not None or not self._disk_has_room(journal):
                 for offset, size in outputs:
                     self._drop(journal, offset, size, journal.dropping[2])
                 events = [event for event in events if event[0] != "o"]
@@ -347,9 +354,20 @@ class JournalWriter:
             size = size * room // length - 1  # escapes made it longer: shrink in proportion
         return b""
 
+    def _disk_has_room(self, journal: JournalFile) -> bool:
+        """Whether a loss to a full disk may end: not on room only a small event fits (`RESUME_FREE_BYTES`)."""
+        if journal.dropping[2] != DISK_FULL:
+            return True
+        try:
+            disk = os.fstatvfs(journal._fds[0])
+        except OSError:
+            return True  # cannot tell: the write says
+        free = disk.f_bfree if os.geteuid() == 0 else disk.f_bavail  # root may write the reserved blocks
+        return free * disk.f_frsize >= RESUME_FREE_BYTES
+
     def _disk_reason(self) -> str:
         if self._last_errno == errno.ENOSPC:
-            return "the disk is full"
+            return DISK_FULL
         return f"writing the journal failed ({os.strerror(self._last_errno)})"
 
     _last_errno = 0

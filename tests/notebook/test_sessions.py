@@ -224,6 +224,15 @@ def test_a_thread_waiting_for_a_line_sees_the_one_another_threads_command_prints
     assert value(kernel, "ran_for < 15 and ran.wall_time <= ran_for") is True  # not behind the watcher's 20 s
 
 
+def test_many_objects_of_one_session_share_one_record_of_its_end(kernel):
+    kernel.run("named = sessions.start('sleep 60', name='many-handles')\nhandles = [sessions.get('many-handles') for _ in range(200)]")
+    count = "engine.bridge.call(lambda: len(engine.manager.session(named.id)._exit_callbacks))"
+    kernel.run("from unified_exec_kernel.jupyter.current import magics_of\nengine = magics_of(get_ipython())")
+    assert value(kernel, count) < 10  # not one a handle
+    kernel.run("named.kill()")
+    assert value(kernel, "{h.info.alive for h in handles}") == {False}
+
+
 ERRORS = [
     ("sessions.get('nope')", "UnknownSessionIdError", "no session named 'nope'"),
     ("sessions.get(9999).run('true')", "UnknownSessionIdError", "no session with id 9999"),

@@ -45,6 +45,7 @@ import os
 import shlex
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -265,10 +266,16 @@ class _End:
         self.info = session_info(session)
 
 
+_ends: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a session's one record, however many objects name it
+
+
 def _hear_end(manager: UnifiedExecSessionManager, session_id: int) -> _End:
     """On the engine's loop, in the trip that finds the session (an exit heard later is never missed)."""
-    end = _End()
-    manager.session(session_id).on_exit(end.heard)
+    session = manager.session(session_id)
+    end = _ends.get(session)
+    if end is None:
+        end = _ends[session] = _End()
+        session.on_exit(end.heard)
     return end
 
 

@@ -86,12 +86,13 @@ def test_an_ended_or_killed_session_says_how_it_ended(kernel):
     assert value(kernel, "(last.exit_code, ends.info.alive, ends.info.exit_code)") == (3, False, 3)
     assert re.fullmatch(r"<Session \d+: bash -c 'echo bye; exit 3', exited with code 3>\n", kernel.run("ends"))
     kernel.run("killed = sessions.start('bash --norc -i', name='killed')\nkilled.kill()")
-    assert value(kernel, "(killed.info.alive, killed.info.exit_code, killed.info.name)") == (False, -1, "killed")
-    assert re.fullmatch(r"<Session \d+ 'killed': bash --norc -i, exited with code -1>\n", kernel.run("killed"))
+    # its hangup, or the kill after the grace (a machine under load may not let bash exit within it)
+    assert value(kernel, "(killed.info.alive, killed.info.exit_code in (-1, -9), killed.info.name)") == (False, True, "killed")
+    assert re.fullmatch(r"<Session \d+ 'killed': bash --norc -i, exited with code -(1|9)>\n", kernel.run("killed"))
     # whoever ended it: a handle from `get`, the session closed by the magic
     kernel.run("sessions.start('bash --norc -i', name='other-hand')\nhandle = sessions.get('other-hand')")
     kernel.run("%uexec_kill other-hand")
-    assert value(kernel, "(handle.info.alive, handle.info.exit_code)") == (False, -1)
+    assert value(kernel, "(handle.info.alive, handle.info.exit_code in (-1, -9))") == (False, True)
 
 
 def test_commands_lists_each_typed_command_with_its_exit_code_start_and_duration(kernel):

@@ -85,8 +85,10 @@ class UnifiedExecSessionManager:
     Long on purpose: it is the engine's whole public API (pinned names that
     tests and users call), so it keeps the session table (ids, names, the
     least-recently-used cap, listeners, the guardian) beside the requests that
-    share its locks. Every mechanism it uses lives in its own module:
+    read it. No request holds a session for its wait: each caller has its own
+    cursor (readers.py). Every mechanism it uses lives in its own module:
     collecting until a request is done (collect.py), a session (session.py),
+    each caller's cursor (output/readers.py), kept sessions (kept_sessions.py),
     integration (shell_integration.py), ending processes (termination.py).
     """
 

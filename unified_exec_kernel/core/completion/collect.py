@@ -19,9 +19,10 @@ types the request's input if any, and waits for the first of its conditions:
 
 Nothing polls: each condition is a callback the session calls (output, a
 prompt marker, the exit) or one timer, so a thousand idle watches cost a
-thousand small objects and no CPU. What comes before (a request drains the
-session's unread buffer and holds its lock) and after (it may report the exit
-and forget the session) is the manager's part.
+thousand small objects and no CPU. What comes before (a request reads what
+its caller has not read yet) and after (it moves that caller's cursor, and may
+report the exit and forget the session) is the manager's part; nothing is held
+for a wait, so several callers collect from one session at once.
 """
 
 from __future__ import annotations

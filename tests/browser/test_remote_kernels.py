@@ -127,6 +127,10 @@ def test_an_end_out_of_sight_is_told_over_the_kernels_comm(gateway_lab, browser,
             FILLER,
         ])
         start_then_scroll_away(page, cells)
+        # The end comes once the notifier listens on the kernel's comm (it goes there after the direct channel
+        # is refused three times): CI's run ended the session before that, and no toast came.
+        listening = lambda: any("listening for session events on the kernel's comm" in line for line in said)  # noqa: E731
+        wait_until(listening, 60, f"the notifier to listen on the kernel's comm (the page said: {[line for line in said if 'uexec' in line]})")
         (folder / "stop-train").touch()
         told = toast(page, "session 'train' exited with code 1 after")
         wait_until(lambda: shown(told), 60, f"the toast (the page said: {[line for line in said if 'uexec' in line]})")

@@ -20,7 +20,8 @@ async def test_every_byte_of_a_flood_reaches_the_journal_in_few_events(tmp_path)
     expected = b"".join(b"%d\r\n" % n for n in range(1, 300001))
     assert hashlib.sha256(kept).hexdigest() == hashlib.sha256(expected).hexdigest()
     assert events < len(expected) / 4096  # coalesced: fewer events than the PTY's reads
-    assert events >= len(expected) / MAX_EVENT_BYTES
+    # No lower bound: pieces are gathered up to MAX_EVENT_BYTES, but one read of a loaded loop (the terminal
+    # reads until EAGAIN) can be larger on its own (CI: 33 events for 2,288,895 bytes).
 
 
 def test_output_past_the_backlog_is_dropped_and_said_once_the_writer_catches_up(tmp_path):

@@ -57,7 +57,7 @@ def _floor(imports: str | None) -> subprocess.Popen:
 
 
 def _helper(kernel_pid: int, mark: str) -> int:
-    """The kernel's helper whose bootstrap's first line names it (guardian_process.BOOTSTRAP, keeper_process.BOOTSTRAP)."""
+    """The kernel's helper whose bootstrap's first line names it (helper_wire.GUARDIAN_BOOTSTRAP, KEEPER_BOOTSTRAP)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for child in psutil.Process(kernel_pid).children():

@@ -150,6 +150,38 @@ def test_a_started_kernel_has_its_comm_target_and_none_of_what_only_a_live_view_
         kernel.shutdown()
 
 
+UNUSED_UNTIL_ASKED = (
+    "unified_exec_kernel.protocol.endpoint",  # a page's or agent's comm, or the direct channel
+    "unified_exec_kernel.protocol.messages",
+    "unified_exec_kernel.notebook.sessions",  # the Python API
+    "unified_exec_kernel.notebook.session_table",  # %uexec_sessions
+    "unified_exec_kernel.core.journal.reader",  # a read, a replay, a session taken back
+    "unified_exec_kernel.core.journal.resume",
+    "unified_exec_kernel.core.pipe_session",  # tty=False
+    "unified_exec_kernel.core.process.guardian_process",  # the helpers' own code runs in the helpers
+    "unified_exec_kernel.core.process.keeper_process",
+)
+
+
+def test_a_kernel_with_sessions_running_holds_only_the_code_it_used():
+    # What a hub pays per kernel (issue 38, item 5; benchmarks/bench_costs.py): the state
+    # bench_costs measures, a shell, a kept shell and a program that ended, without a page.
+    kernel = Kernel("uexec")
+    try:
+        for cell in ("%%uexec\necho hi", "%%uexec --name sh\nbash --norc -i", "%%uexec --keep --name kept\nbash --norc -i"):
+            kernel.run(cell)
+        probe = f"import sys\nprint([m for m in {UNUSED_UNTIL_ASKED!r} if m in sys.modules])"
+        assert kernel.run(probe) == "[]\n"
+        comm_id = kernel.comm_open("unified_exec")  # the Sessions panel opens one: the protocol comes with it
+        hello = kernel.comm_messages(comm_id, lambda data: data.get("type") == "hello")
+        assert hello[-1]["type"] == "hello"
+        loaded = "print(all(m in sys.modules for m in ('unified_exec_kernel.protocol.endpoint', 'unified_exec_kernel.protocol.messages')))"
+        assert kernel.run(loaded) == "True\n"
+        assert "sh" in kernel.run("%uexec_sessions") and kernel.run("print('unified_exec_kernel.notebook.session_table' in sys.modules)") == "True\n"
+    finally:
+        kernel.shutdown()
+
+
 # A module nothing else refers to goes when the interpreter's teardown empties sys.modules, its
 # object with it: its __del__ sees what that teardown is about to collect.
 TEARDOWN_PROBE = """

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from unified_exec_kernel.protocol import MAX_INPUT_BYTES
+from unified_exec_kernel.protocol.messages import MAX_INPUT_BYTES
 
 from ..kernel_harness import Kernel
 

@@ -6,7 +6,7 @@ import contextlib
 import pytest
 
 from unified_exec_kernel import UnifiedExecSessionManager
-from unified_exec_kernel.protocol import Endpoint
+from unified_exec_kernel.protocol.endpoint import Endpoint
 
 
 @contextlib.asynccontextmanager

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from unified_exec_kernel import UnifiedExecSessionManager
-from unified_exec_kernel.protocol import Endpoint
+from unified_exec_kernel.protocol.endpoint import Endpoint
 from unified_exec_kernel.protocol.notices import matched_line, noticeboard
 
 from .test_endpoint import answer

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from unified_exec_kernel import UnifiedExecSessionManager
-from unified_exec_kernel.protocol import Endpoint
+from unified_exec_kernel.protocol.endpoint import Endpoint
 from unified_exec_kernel.protocol.sizes import ViewSizes
 
 from .test_endpoint import answer

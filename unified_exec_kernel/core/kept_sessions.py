@@ -18,7 +18,6 @@ import logging
 import os
 from collections.abc import Callable
 
-from .journal.reader import open_journal
 from .output.utf8 import newest
 from .process.keeper import Keeper, KeeperError
 from .session import Kept, PtySession
@@ -199,6 +198,8 @@ class KeptSessions:
 
 def _history(path: str, end: int, size: int) -> bytes:
     """The last `size` bytes of output before `end` in a journal (a few reads through its index)."""
+    from .journal.reader import open_journal  # with the first session taken back, not with every kernel
+
     try:
         with open_journal(path) as journal:
             return newest(journal.read(max(journal.start, end - size), end), size)

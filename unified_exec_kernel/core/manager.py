@@ -41,7 +41,6 @@ from .process.guardian import Guardian
 from .process.keeper import Keeper
 from .kept_sessions import KeptSessions
 from .session import SCROLLBACK_BYTES, Kept, PtySession
-from .pipe_session import PipeSession
 from .completion.shell_integration import PARENT_PID_VARIABLE, integrate, new_nonce
 from .journal.store import JournalStore
 from .process.termination import terminate_blocking
@@ -310,8 +309,14 @@ class UnifiedExecSessionManager:
 
     def _open(self, plan: _Plan, kept: Kept | None) -> int:
         session_id = plan.session_id
+        if plan.tty:
+            kind = PtySession
+        else:
+            from .pipe_session import PipeSession  # the rare `tty=False`: its pipes' code comes with the first
+
+            kind = PipeSession
         try:
-            session = (PtySession if plan.tty else PipeSession)(
+            session = kind(
                 session_id,
                 plan.argv,
                 plan.environment,

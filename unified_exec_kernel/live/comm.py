@@ -6,6 +6,11 @@ back on the comm. Handlers run on whichever thread ipykernel picks (a
 subshell's, or the main one); each message is handed to the engine's loop,
 where the sessions live, through the bridge, and answered from there
 without waiting for the main thread.
+
+Registering the target costs the kernel nothing more: the protocol
+(endpoint, messages, notices) is imported when the first comm opens, so a
+kernel no page or agent talks to, as many a hub runs, never holds it
+(benchmarks/bench_costs.py).
 """
 
 from __future__ import annotations
@@ -15,8 +20,6 @@ import asyncio
 from ..core.manager import UnifiedExecSessionManager
 from ..jupyter.bridge import Bridge
 from ..jupyter.patches import route_by_own_subshell
-from ..protocol import Endpoint, messages
-from ..protocol.notices import noticeboard
 
 COMM_TARGET = "unified_exec"
 
@@ -25,6 +28,8 @@ class UnifiedExecComm:
     """One open comm: its endpoint, and the `sessions_changed` events it is owed. Lives on the engine's loop."""
 
     def __init__(self, comm, manager: UnifiedExecSessionManager):
+        from ..protocol.endpoint import Endpoint
+
         self.comm = comm
         self.manager = manager
         self.endpoint = Endpoint(manager, comm.send)
@@ -33,9 +38,12 @@ class UnifiedExecComm:
         self._stop_notices = lambda: None
 
     def start(self) -> None:
+        from ..protocol.messages import hello
+        from ..protocol.notices import noticeboard
+
         self._loop = asyncio.get_running_loop()
         self._stop_listening = self.manager.add_listener(self._sessions_changed)
-        self.comm.send(messages.hello(self.manager))
+        self.comm.send(hello(self.manager))
         self._stop_notices = noticeboard(self.manager).listen(self.comm.send)
 
     def _sessions_changed(self) -> None:
@@ -45,8 +53,10 @@ class UnifiedExecComm:
             self._loop.call_soon(self._announce_change)
 
     def _announce_change(self) -> None:
+        from ..protocol.messages import SESSIONS_CHANGED
+
         self._change_pending = False
-        self.comm.send(messages.SESSIONS_CHANGED)
+        self.comm.send(SESSIONS_CHANGED)
 
     def close(self) -> None:
         self._stop_listening()

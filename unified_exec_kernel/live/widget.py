@@ -26,7 +26,7 @@ from ..core.models import exit_state
 from ..jupyter.bridge import Bridge
 from ..jupyter.current import current_engine, direct_kernel_id
 from ..jupyter.patches import route_by_own_subshell
-from ..protocol import Endpoint
+from ..protocol.endpoint import Endpoint
 from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
 

@@ -1,6 +1,6 @@
 """One `%%uexec` request, run in the cell that asked for it.
 
-It sends its `Turn` as every call of sessions.py does, shows the output as
+It sends its `Turn` (turns.py) as every call of sessions.py does, shows the output as
 it arrives (the cell's display, or a live terminal), waits on the loop that
 awaits it while the session is read on the engine's (the kernel's loop, not
 blocked; or, where a cell cannot await, blocking.py's own), and ends the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from IPython.core.error import UsageError
 from IPython.display import display
@@ -22,9 +22,7 @@ from ..core.errors import StdinClosedError, UnifiedExecError
 from ..core.manager import UnifiedExecSessionManager
 from ..core.models import UnifiedExecResult
 from ..jupyter.bridge import Bridge
-
-if TYPE_CHECKING:
-    from .sessions import Turn
+from .turns import Turn, finish_turn, open_turn
 
 
 class LiveView(Protocol):
@@ -68,10 +66,6 @@ async def run_in_cell(
     deliver = bridge.to_caller()
     watch = None if view is None or captured else (lambda session: view.watch(session, deliver))
     turn = request.turn
-    # Here, not at the top: sessions.py (the Python API, and the journal's paging) comes with the
-    # first cell instead of adding ~4 ms to every kernel's start (bench_notebook.py startup).
-    from .sessions import finish_turn, open_turn
-
     if request.live:
         # The view is shown before the wait: its id must come back first.
         with _one_line_errors():

@@ -27,7 +27,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..core.journal.playback import DEFAULT_IDLE_LIMIT_S
+from ..core.journal.format import DEFAULT_IDLE_LIMIT_S
 from .cell_output import CellOutput
 from .cell_run import CellRequest, run_in_cell
 from ..core.completion.collect import compile_until
@@ -38,7 +38,7 @@ from ..jupyter.bridge import Bridge
 from ..jupyter.remote import kept_sessions_here
 from . import shell_words
 from .blocking import run_blocking
-from .session_table import SessionTable
+from .turns import Turn
 
 
 def _session_key(text: str) -> int | str:
@@ -140,8 +140,6 @@ class UnifiedExecMagics(Magics):
             raise UsageError(failed)
 
     def _request(self, args, body: str) -> CellRequest:
-        from .sessions import Turn  # (see cell_run.py: the sessions API comes with the first cell)
-
         if args.timeout is not None and args.timeout < 0:
             raise UsageError(f"--timeout must be 0 or more milliseconds, not {args.timeout}")
         if args.quiet is not None and args.quiet < 0:
@@ -193,6 +191,8 @@ class UnifiedExecMagics(Magics):
         """Show the sessions of this kernel: id, command, pid, state, exit code, age."""
         if line.strip():
             raise UsageError("%uexec_sessions takes no arguments")
+        from .session_table import SessionTable  # with the first table, not with every kernel
+
         display(SessionTable(self.bridge.call(self.manager.list_sessions), self.manager.notes))
 
     @_plain_usage

@@ -11,7 +11,6 @@ import time
 import pytest
 
 from unified_exec_kernel.core.process.keeper import KeeperError
-from unified_exec_kernel.core.process.keeper_process import PART_BYTES, receive_message, records
 
 from ...conftest import pidfds_held_by
 from ..stubborn import async_wait_until
@@ -173,23 +172,3 @@ async def test_the_keeper_ends_the_unkept_sessions_once_the_kernel_and_its_guard
         if program.poll() is None:
             program.kill()
             program.wait()
-
-
-def test_a_message_longer_than_a_record_goes_in_parts_and_is_read_whole_across_reads():
-    message = {"op": "spawn", "argv": ["bash", "-c", "x" * 150_000]}
-    parts = records(json.dumps(message).encode())
-    assert len(parts) == 5 and all(len(part) <= PART_BYTES + 1 for part in parts)
-    assert records(b'{"op": "ping"}') == [b'{"op": "ping"}']  # a short one is one record, as before
-    sender, reader = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    reader.setblocking(False)
-    partial = bytearray()
-    with sender, reader, open(os.devnull) as attached:
-        for part in parts[:-1]:
-            sender.send(part)
-        with pytest.raises(BlockingIOError):  # the rest is not there yet: what came is kept
-            receive_message(reader, nonblocking=True, partial=partial)
-        socket.send_fds(sender, [parts[-1]], [attached.fileno()])
-        received, fds = receive_message(reader, nonblocking=True, partial=partial)
-        for fd in fds:
-            os.close(fd)
-    assert received == message and len(fds) == 1 and partial == b""

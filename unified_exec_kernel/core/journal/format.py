@@ -19,6 +19,8 @@ import json
 NOTE_PREFIX = "#uexec "
 NOTE_COMMAND_END = "end"  # {"command": k, "exit": status or null}
 NOTE_DROPPED = "dropped"  # {"offset": o, "bytes": n, "reason": "..."}
+DEFAULT_IDLE_LIMIT_S = 2.0
+"""A replay shortens longer pauses to this, as asciinema's `idle_time_limit` does (a recording's own wins)."""
 
 
 def header_v3(*, cols: int, rows: int, timestamp: float, command: str, title: str, term: str = "xterm-256color") -> dict:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .index import OFFSET
+from .format import DEFAULT_IDLE_LIMIT_S
 from .reader import Journal
 
-DEFAULT_IDLE_LIMIT_S = 2.0
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 """A replay is sent to the page in one piece; past this, `asciinema play` is the better tool."""
 

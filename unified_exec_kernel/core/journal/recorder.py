@@ -28,7 +28,6 @@ from ..agent_format import shell_exit_status
 from ..completion.semantic_prompt import PromptEvent
 from ..session import PtySession
 from .command_line import command_text
-from .reader import open_journal
 from .writer import MAX_EVENT_BYTES, JournalFile, JournalWriter
 
 MAX_ECHO_BYTES = 8 * 1024
@@ -124,6 +123,8 @@ class SessionRecorder:
         self._seed_from_journal()
 
     def _seed_from_journal(self) -> None:
+        from .reader import open_journal  # a session taken up is the only one a recorder reads
+
         path, end = self._taken_up
         prompt = self._seeded = self.session.prompt
         if prompt is None or prompt[0] >= end:

@@ -27,11 +27,14 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..output.utf8 import boundary_at_or_before
 from . import format as cast
 from .index import INDEX_SUFFIX, MARKS_SUFFIX, RECORD, mark_line
-from .resume import JournalEnd, journal_end
+
+if TYPE_CHECKING:
+    from .resume import JournalEnd
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,8 @@ class JournalFile:
     @classmethod
     def resume(cls, path: str, *, session_bytes: int) -> JournalFile:
         """A journal the last kernel wrote, to be written on from where it ends (resume.py)."""
+        from .resume import journal_end  # with the first session taken back, not with every kernel
+
         end = journal_end(path)
         journal = cls(path, {}, monotonic_start=end.monotonic_start(), session_bytes=session_bytes)
         journal.resumed = end

@@ -66,8 +66,8 @@ import signal
 import sys
 
 from .forks import close_fd, drop_in_child
-from .guardian_process import BOOTSTRAP, KILL_GRACE_S, ROOT
-from .procs import is_stopped
+from .helper_wire import GUARDIAN_BOOTSTRAP, ROOT
+from .procs import KILL_GRACE_S, is_stopped
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class Guardian:
         try:
             pid = os.posix_spawn(
                 self._python,
-                [self._python, "-I", "-S", "-c", BOOTSTRAP, ROOT, str(os.getpid()), repr(self._grace)],
+                [self._python, "-I", "-S", "-c", GUARDIAN_BOOTSTRAP, ROOT, str(os.getpid()), repr(self._grace)],
                 {},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, read_end, 0),

@@ -46,29 +46,13 @@ import time
 from . import procs
 from ..journal import lifetime
 
-KILL_GRACE_S = 1.0
-"""How long the sessions' programs get to act on the hangup before SIGKILL (as closing a session)."""
+KILL_GRACE_S = procs.KILL_GRACE_S
 LOOK_DELAY_S = 0.05
 """A session whose last known process exited is looked for in /proc after this long (the kernel's
 `-PID` usually comes first and saves the look), and once more this long after a look finds it
 empty: a process forking while the first look read /proc could have been missed."""
 BATCH_S = 0.05
 """News is handled at most this often (the kernel's end at once)."""
-BOOTSTRAP = """\
-# uexec guardian: ends the kernel's sessions if it dies (unified_exec_kernel/core/process/guardian_process.py)
-import sys, types
-for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process", "unified_exec_kernel.core.journal"):
-    package = sys.modules[name] = types.ModuleType(name)
-    package.__path__ = [sys.argv[1] + "/" + name.replace(".", "/")]
-from unified_exec_kernel.core.process.guardian_process import serve
-sys.exit(serve(int(sys.argv[2]), float(sys.argv[3])))
-"""
-"""Run as `python -I -S -c BOOTSTRAP ROOT KERNEL_PID GRACE`: the package's `__init__` would import
-the whole engine (asyncio alone is ~10 MB); stand-in packages load only this module, procs.py and
-journal/lifetime.py."""
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-
 def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
     """The guardian's life: follow the kernel's news on stdin until the kernel ends, then end its sessions."""
     _settle()

@@ -61,9 +61,8 @@ from dataclasses import dataclass, field
 
 from ..journal.lifetime import open_own_dir
 from .forks import close_fd, drop_in_child
-from .keeper_process import (BOOTSTRAP, DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MANIFEST_SUFFIX, MAX_MESSAGE_BYTES,
-                             receive_message, records)
-from .guardian_process import ROOT
+from .helper_wire import (DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, KEEPER_BOOTSTRAP, LISTEN_FD, MANIFEST_SUFFIX, MAX_MESSAGE_BYTES, ROOT,
+                          close_all, receive_message, records)
 from .procs import is_stopped
 
 log = logging.getLogger(__name__)
@@ -239,7 +238,7 @@ class Keeper:
                 os.umask(old_mask)
             pid = os.posix_spawn(
                 self._python,
-                [self._python, "-I", "-S", "-c", BOOTSTRAP, ROOT, self.journal_dir, repr(self.grace)],
+                [self._python, "-I", "-S", "-c", KEEPER_BOOTSTRAP, ROOT, self.journal_dir, repr(self.grace)],
                 {},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, listener.fileno(), LISTEN_FD),
@@ -520,7 +519,7 @@ class Keeper:
             except (OSError, ValueError):
                 message, fds = None, []
             if message is None:
-                _close(fds)
+                close_all(fds)
                 self._lost("died")
                 return
             self._handle(message, fds)
@@ -547,7 +546,7 @@ class Keeper:
             key = ("welcome" if op == "refused" and ("welcome", None) in self._waiting else op, None)
         else:
             key = None
-        _close(fds)
+        close_all(fds)
         if op == "exit":
             if self._on_exit is not None:
                 self._on_exit(message.get("id"), message.get("code"))
@@ -555,7 +554,7 @@ class Keeper:
         future = self._waiting.get(key) if key is not None else None
         if future is None or future.done():
             if op == "spawned":
-                _close(list(message.get("fds", ())))  # its spawn gave up waiting: the keeper ends it when we forget it
+                close_all(list(message.get("fds", ())))  # its spawn gave up waiting: the keeper ends it when we forget it
                 self.forget(message.get("id"))
             return
         if op == "refused":
@@ -578,11 +577,6 @@ def _nonblocking(fds: list[int]) -> tuple[int, int]:
     for fd in fds:
         os.set_blocking(fd, False)
     return fds[0], fds[1]
-
-
-def _close(fds: list[int]) -> None:
-    for fd in fds:
-        os.close(fd)
 
 
 def _pidfd(pid: int | None) -> int | None:

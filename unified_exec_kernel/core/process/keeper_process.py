@@ -1,7 +1,7 @@
 """The keeper: holds a kernel's kept sessions while no kernel does, and hands them to the next one.
 
 Started by `Keeper` (keeper.py, which says why it exists) as `python -I -S`,
-loading only this module, spawn.py, procs.py and guardian_process.py (for
+loading only this module, helper_wire.py, spawn.py, procs.py and guardian_process.py (for
 ending sessions). One keeper serves one kernel id: the kernel that starts it,
 then each kernel restarted under the same connection file.
 
@@ -75,6 +75,7 @@ import time
 from _operator import _compare_digest  # hmac.compare_digest, without hashlib (OpenSSL): ~0.7 MiB
 
 from . import guardian_process
+from .helper_wire import DIRECTORY_LOCK_FD, FIRST_KERNEL_FD, LISTEN_FD, MANIFEST_SUFFIX, close_all, receive_message, records
 from .spawn import spawn_pty
 
 RING_BYTES = 256 * 1024 * 1024
@@ -84,33 +85,6 @@ it, reading waits for an ack and the program with it. A restart takes seconds: a
 READ_BYTES = 64 * 1024
 HELLO_S = 2.0
 """How long a new connection may take to say hello (a kernel does at once); meanwhile everything else is served."""
-PART_BYTES = 32 * 1024
-"""The most one record of a message carries (well within any send buffer); a longer message goes in parts."""
-MAX_MESSAGE_BYTES = 64 << 20
-"""The most one message may carry in all: above what exec takes (ARG_MAX, 2 MiB here), JSON-escaped."""
-RECORD_BYTES = 1 << 20
-"""The longest record read: any one a socket carries (its send buffer's cap, net.core.wmem_max, is below),
-so a message sent whole (a ping, an ack, news) is read whole whatever its size."""
-_MORE = b"\x00"  # marks a record that more of the same message follows (JSON never starts with it)
-BOOTSTRAP = """\
-# uexec keeper: holds a kernel's kept sessions across restarts (unified_exec_kernel/core/process/keeper_process.py)
-import sys, types
-for name in ("unified_exec_kernel", "unified_exec_kernel.core", "unified_exec_kernel.core.process", "unified_exec_kernel.core.journal"):
-    package = sys.modules[name] = types.ModuleType(name)
-    package.__path__ = [sys.argv[1] + "/" + name.replace(".", "/")]
-from unified_exec_kernel.core.process.keeper_process import serve
-sys.exit(serve(sys.argv[2], float(sys.argv[3])))
-"""
-MANIFEST_SUFFIX = ".json"
-"""Beside the socket: {"pid", "sessions": [{"id", "name", "command"}]}, rewritten as they change."""
-LISTEN_FD = 0
-"""The listening socket, bound by the kernel that starts the keeper (so no kernel waits for a bind)."""
-FIRST_KERNEL_FD = 3
-"""The first kernel's connection (a socketpair made at start: no connect race)."""
-DIRECTORY_LOCK_FD = 4
-"""The owner lock of the kept journals' directory (core/journal/lifetime.py), held for the keeper's life."""
-
-
 class Kept:
     """One kept session as the keeper holds it."""
 
@@ -251,14 +225,14 @@ class Keeper:
         if hello is None or hello.get("op") != "hello" or not self._token_ok(hello.get("token")):
             _send(connection, {"op": "refused", "why": "this kernel is not the one its sessions were kept for"})
             connection.close()
-            _close_all(fds)
+            close_all(fds)
             return
         if self.kernel is not None:
             self._from_kernel()  # it may have gone, its end not read yet: the new one may be its restart
         if self.kernel is not None:
             _send(connection, {"op": "refused", "why": f"kernel {self.kernel_pid} still holds these sessions"})
             connection.close()
-            _close_all(fds)
+            close_all(fds)
             return
         self._connected(connection, hello=hello, fds=fds)
 
@@ -282,13 +256,13 @@ class Keeper:
             except (OSError, ValueError):
                 hello = None
             if hello is None or hello.get("op") != "hello" or not isinstance(hello.get("token"), str):
-                _close_all(fds)
+                close_all(fds)
                 self.end("the kernel that started the keeper never said hello")
                 return
             self.token = hello["token"]
         if fds:
             self._guarded_by(fds[0])  # before anything else: the last kernel's guardian lets go only now
-            _close_all(fds[1:])
+            close_all(fds[1:])
         # From here on never waited on: a read that finds nothing must return at once (a stale
         # event of a kernel that went may name this one's descriptor).
         connection.setblocking(False)
@@ -356,12 +330,12 @@ class Keeper:
             except (OSError, ValueError):
                 message, fds = None, []
             if message is None:
-                _close_all(fds)
+                close_all(fds)
                 self._lost_kernel()
                 return
             if message.get("op") == "guardian" and fds:
                 self._guarded_by(fds.pop(0))
-            _close_all(fds)
+            close_all(fds)
             self._act(message)
 
     def _guarded_by(self, pipe: int) -> None:
@@ -615,44 +589,6 @@ def _send(connection: socket.socket | None, message: dict, fds: list[int] = ()) 
         pass  # a kernel that went away: its loss is noticed on the next read
 
 
-def records(data: bytes) -> list[bytes]:
-    """A message as the records that carry it: one if it fits `PART_BYTES`, else parts, each but the last marked."""
-    if len(data) <= PART_BYTES:
-        return [data]
-    parts = [data[start : start + PART_BYTES] for start in range(0, len(data), PART_BYTES)]
-    return [_MORE + part for part in parts[:-1]] + [parts[-1]]
-
-
-def receive_message(connection: socket.socket, *, nonblocking: bool = False, partial: bytearray | None = None) -> tuple[dict | None, list[int]]:
-    """One message and its fds; (None, []) at the end of the connection.
-
-    `partial`: the caller's buffer of a message in parts, kept across reads that find the rest
-    not there yet (BlockingIOError); without it, a message's parts are read in one call."""
-    flags = socket.MSG_DONTWAIT if nonblocking else 0
-    partial = bytearray() if partial is None else partial
-    while True:
-        data, fds, got, _address = socket.recv_fds(connection, RECORD_BYTES, 8, flags)
-        if not data:
-            return None, fds
-        if got & socket.MSG_TRUNC:
-            _close_all(fds)
-            raise ValueError(f"a record longer than {RECORD_BYTES:,} bytes")
-        if data[:1] != _MORE:
-            break
-        _close_all(fds)
-        partial += memoryview(data)[len(_MORE):]
-        if len(partial) > MAX_MESSAGE_BYTES:
-            raise ValueError(f"a message longer than {MAX_MESSAGE_BYTES:,} bytes")
-    if partial:
-        partial += data
-        data = bytes(partial)
-        partial.clear()
-    message = json.loads(data)
-    if not isinstance(message, dict):
-        raise ValueError("a message must be an object")
-    return message, fds
-
-
 def _write_line(pipe: int, data: bytes) -> bool:
     """Whole lines to a guardian's pipe, never waiting; False if it is gone or full."""
     try:
@@ -666,14 +602,6 @@ def _reader_gone(pipe: int) -> bool:
     poller = select.poll()
     poller.register(pipe, 0)
     return any(flags & select.POLLERR for _fd, flags in poller.poll(0))
-
-
-def _close_all(fds) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
 
 
 def _pidfd(pid: int) -> int | None:

@@ -15,6 +15,8 @@ from collections import namedtuple
 from collections.abc import Iterable
 
 _PROC = "/proc"
+KILL_GRACE_S = 1.0
+"""How long the sessions' programs get to act on the hangup before SIGKILL (as closing a session)."""
 
 
 def session_members(session_ids: Iterable[int]) -> dict[int, list[int]]:

@@ -14,6 +14,8 @@ import re
 import time
 from pathlib import Path
 
+from playwright.sync_api import Error as PlaywrightError
+
 from .conftest import ARTIFACTS
 
 import pytest
@@ -146,9 +148,14 @@ def run_setup_cell(page, code_cells):
     """
     first = code_cells.first
     deadline = time.monotonic() + KERNEL_START_S
+    dialogs: list[str] = []
     while True:
         dialog = page.locator(".jp-Dialog")
         if dialog.count():
+            try:
+                dialogs.append(dialog.first.inner_text(timeout=1000)[:200])
+            except PlaywrightError:  # gone already
+                pass
             page.keyboard.press("Escape")  # cancel, keeping the notebook's kernel
             dialog.wait_for(state="detached")
         first.locator(".cm-content").click()
@@ -158,7 +165,12 @@ def run_setup_cell(page, code_cells):
             if READY in first.locator(".jp-OutputArea").inner_text():
                 return code_cells
             if time.monotonic() > deadline:
-                raise AssertionError(f"the kernel did not run the first cell within {KERNEL_START_S} s")
+                status = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelStatus, .jp-NotebookPanel:not(.lm-mod-hidden) .jp-KernelStatus")
+                raise AssertionError(
+                    f"the kernel did not run the first cell within {KERNEL_START_S} s (prompt "
+                    f"{first.locator('.jp-InputPrompt').inner_text().strip()!r}, output {first.locator('.jp-OutputArea').inner_text()[:200]!r}, "
+                    f"kernel status {status.first.get_attribute('title') if status.count() else None!r}, dialogs {dialogs})"
+                )
             time.sleep(0.05)
 
 

@@ -146,7 +146,10 @@ async def test_the_keeper_ends_the_unkept_sessions_once_the_kernel_and_its_guard
     await let_go(first_kernel)
     (keeper,) = keepers(place)
     # This test plays the kernel: its child leads a session, and a pipe's read end is its guardian.
-    program = subprocess.Popen(["bash", "-c", "trap '' HUP TERM; while :; do sleep 0.05; done"], start_new_session=True)
+    program = subprocess.Popen(
+        ["bash", "-c", "trap '' HUP TERM; echo ready; while :; do sleep 0.05; done"], start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert program.stdout.readline() == b"ready\n"  # the traps are set: a hangup now is ignored, not its end
     guardian, to_guardian = os.pipe()
     kernel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -169,6 +172,7 @@ async def test_the_keeper_ends_the_unkept_sessions_once_the_kernel_and_its_guard
         assert program.wait(timeout=30) == -9  # hung up on, then killed, as the guardian ends a session
     finally:
         kernel.close()
+        program.stdout.close()
         if program.poll() is None:
             program.kill()
             program.wait()

@@ -81,14 +81,15 @@ async def test_missing_program_raises_in_the_caller(backend):
 
 async def test_a_handoff_reaches_the_child_on_its_descriptor_alone(backend):
     # How the shell integration's nonce travels: a pipe on HANDOFF_FD, then end of file; never the environment.
-    script = f'IFS= read -r x <&{HANDOFF_FD}; echo "got-$x"; cat <&{HANDOFF_FD}; echo end; grep -c abc /proc/$$/environ'
-    session = spawn(["bash", "-c", script], backend, prompt_nonce="abc")
+    # A nonce no environment holds by chance (a run's paths held "abc" once).
+    script = f'IFS= read -r x <&{HANDOFF_FD}; echo "got-$x"; cat <&{HANDOFF_FD}; echo end; grep -c Zq81nonceXw /proc/$$/environ'
+    session = spawn(["bash", "-c", script], backend, prompt_nonce="Zq81nonceXw")
     reader = Reader(session)
     try:
         await asyncio.wait_for(session.wait_finished(), 10)
     finally:
         await session.close()
-    assert "got-abc\r\nend\r\n0\r\n" in reader.text, reader.text
+    assert "got-Zq81nonceXw\r\nend\r\n0\r\n" in reader.text, reader.text
 
 
 def test_unknown_backend_is_refused():

@@ -244,6 +244,12 @@ def _check_labextension(box: Sandbox, venv: Path) -> None:
     assert Path(found_in).resolve() == (venv / "share" / "jupyter" / "labextensions").resolve(), out
 
 
+def _tagged(nb, tag: str):
+    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+    assert len(cells) == 1, f"expected one cell tagged {tag!r}, found {len(cells)}"
+    return cells[0]
+
+
 def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
     """The tour runs on the uexec kernel of this venv, shows what its prose says, and leaves nothing behind."""
     work = box.root / "tour"
@@ -259,16 +265,18 @@ def _check_tour(box: Sandbox, venv: Path, runner: Path) -> None:
     nb = nbformat.read(work / "executed.ipynb", as_version=4)
 
     def text(tag: str) -> str:
-        cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
-        assert len(cells) == 1, f"expected one cell tagged {tag!r}, found {len(cells)}"
         parts = []
-        for output in cells[0].outputs:
+        for output in _tagged(nb, tag).outputs:
             assert output.output_type != "error", "\n".join(output.traceback)
             parts.append(output.text if output.output_type == "stream" else output.data.get("text/plain", ""))
         return "".join(part if part.endswith("\n") else part + "\n" for part in parts)
 
     assert nb.metadata.kernelspec.name == KERNEL
-    kernel_python, module = (Path(line) for line in text("packaging-where").strip().splitlines())
+    where = [output for output in _tagged(nb, "packaging-where").outputs if output.get("name") == "stdout"]
+    lines = "".join(output.text for output in where).splitlines()
+    # What else the cell showed (a late line of an earlier cell's program, a warning) is said, not unpacked.
+    assert len(lines) == 2, f"the last cell printed {lines!r}; all it showed: {text('packaging-where')!r}"
+    kernel_python, module = map(Path, lines)
     assert kernel_python.parent == venv / "bin", f"the uexec kernel ran {kernel_python}, not the venv's python"
     assert module.resolve().is_relative_to(venv.resolve()), f"the kernel imported unified_exec_kernel from {module}"
 

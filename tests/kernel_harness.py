@@ -68,11 +68,22 @@ class Execution:
 class Kernel:
     def __init__(self, kernel_name: str = "uexec", env: dict[str, str] | None = None, connection_file: str | None = None):
         """`connection_file`: where the kernel's goes (default: jupyter_client's, a temporary file)."""
-        self.manager = KernelManager(kernel_name=kernel_name, **({"connection_file": connection_file} if connection_file else {}))
-        self.manager.start_kernel(**({"env": env} if env is not None else {}))
-        self.client = self.manager.blocking_client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
+        for attempt in (1, 2):
+            self.manager = KernelManager(kernel_name=kernel_name, **({"connection_file": connection_file} if connection_file else {}))
+            self.manager.start_kernel(**({"env": env} if env is not None else {}))
+            self.client = self.manager.blocking_client()
+            self.client.start_channels()
+            try:
+                self.client.wait_for_ready(timeout=60)
+                break
+            except RuntimeError:
+                # jupyter_client picks free ports and the kernel binds them later: another process
+                # may take one in between (the kernel dies with "Address already in use"). A second
+                # start picks new ones; a kernel that dies at start twice is a failure.
+                if attempt == 2 or self.manager.is_alive():
+                    raise
+                self.client.stop_channels()
+                self.manager.cleanup_resources()  # its connection file too: the next start chooses new ports
         self.backlog: list[dict] = []  # iopub messages read while looking for others
 
     @property

@@ -221,7 +221,7 @@ def test_the_saved_screen_follows_the_session_while_it_prints_without_a_cell(ker
 
 def test_each_display_says_which_session_it_shows_for_a_page_whose_model_is_gone(kernel):
     """reattach.ts finds the session by this after Restart Kernel and a reload (issue 38, item 2)."""
-    kernel.run("%%uexec --name marked -t 5000 --until ready\necho ready; exec cat\n")
+    kernel.run("%%uexec --name marked --shell -t 5000 --until ready\necho ready; exec cat\n")  # a script: it lives on in cat
     shown = kernel.execute(
         "from unified_exec_kernel.live.widget import TerminalWidget\n"
         "from unified_exec_kernel.jupyter.current import current_manager\n"

@@ -53,6 +53,8 @@ LOOK_DELAY_S = 0.05
 empty: a process forking while the first look read /proc could have been missed."""
 BATCH_S = 0.05
 """News is handled at most this often (the kernel's end at once)."""
+
+
 def serve(kernel_pid: int, grace: float = KILL_GRACE_S) -> int:
     """The guardian's life: follow the kernel's news on stdin until the kernel ends, then end its sessions."""
     _settle()

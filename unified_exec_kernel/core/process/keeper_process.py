@@ -85,6 +85,8 @@ it, reading waits for an ack and the program with it. A restart takes seconds: a
 READ_BYTES = 64 * 1024
 HELLO_S = 2.0
 """How long a new connection may take to say hello (a kernel does at once); meanwhile everything else is served."""
+
+
 class Kept:
     """One kept session as the keeper holds it."""
 

@@ -362,7 +362,13 @@ class PtySession:
 
     def _grace_over(self) -> None:
         # Quiet because nobody reads is not drained: letting go restarts the grace.
-        if not self.terminal.paused:
+        if self.terminal.paused:
+            return
+        # Quiet may also be a busy machine: the kernel hands a PTY's output to its reader from a
+        # worker thread, and a read does that hand-over itself. What it finds restarts the grace.
+        self._grace_timer = None
+        self.terminal.read_pending()
+        if self.state is Lifecycle.DRAINING and self._grace_timer is None:
             self._finish()
 
     def _finish(self) -> None:

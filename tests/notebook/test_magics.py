@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from unified_exec_kernel.notebook.magics import UnifiedExecMagics, split_line_magic
+from unified_exec_kernel.notebook.magics import UnifiedExecMagics, parser_of, split_line_magic
 
 from ..kernel_harness import Kernel
 
@@ -211,6 +211,23 @@ def test_help_documents_every_option(kernel):
     assert "::" not in help_text.split("%%uexec")[0]  # no reST marker before the usage line
 
 
+def test_a_kernel_makes_a_magics_parser_when_it_is_first_used_and_its_help_is_whole_before_that():
+    fresh = Kernel("uexec")  # the module's kernel has used every magic
+    made = (
+        "from unified_exec_kernel.notebook.magics import UnifiedExecMagics as M\n"
+        "print([n for n in ('uexec', 'uexec_kill', 'uexec_output', 'uexec_record', 'uexec_replay') if 'parser' in vars(getattr(M, n))])"
+    )
+    try:
+        assert fresh.run(made) == "[]\n"
+        help_text = fresh.execute("%uexec_kill?").reply["payload"][0]["data"]["text/plain"]
+        assert "--all" in help_text and "--signal" in help_text and "::" not in help_text, help_text
+        failed = fresh.execute("%uexec_output --head x 1")  # parsed, and refused by the parser
+        assert failed.reply["status"] == "error" and "--head: invalid int value" in failed.reply["evalue"], failed.reply
+        assert fresh.run(made) == "['uexec_kill', 'uexec_output']\n"
+    finally:
+        fresh.shutdown()
+
+
 def test_sessions_table_and_kill(kernel):
     sid = start_shell(kernel)
     table = kernel.run("%uexec_sessions")
@@ -219,6 +236,7 @@ def test_sessions_table_and_kill(kernel):
     assert not re.search(rf"\n{sid} +bash", kernel.run("%uexec_sessions"))
     other = start_shell(kernel)
     assert kernel.run(f"%uexec_kill {other} --signal INT").strip() == f"sent SIGINT to session {other}"
+    start_shell(kernel)  # two at least, whatever the tests before this one left
     assert "closed sessions" in kernel.run("%uexec_kill --all")
     assert "no uexec sessions" in kernel.run("%uexec_sessions")
     assert kernel.run("%uexec_kill --all").strip() == "no sessions to close"
@@ -236,7 +254,7 @@ def test_sessions_table_and_kill(kernel):
     ],
 )
 def test_line_magic_options_split_from_the_body(line, options, body):
-    assert split_line_magic(UnifiedExecMagics.uexec.parser, line) == (options, body)
+    assert split_line_magic(parser_of(UnifiedExecMagics.uexec), line) == (options, body)
 
 
 def test_a_live_view_that_could_not_be_built_leaves_no_trace(kernel):

@@ -11,9 +11,10 @@ coroutine to its end on the calling thread (blocking.py): the sessions go on
 on the engine's thread, the cell's display is updated from this one.
 Each request is a `Turn`, as every call of sessions.py makes one.
 
-The `magic_arguments` decorators are the one table of options: `%%uexec?`
-prints them, and the line splitter asks the same parser which options take
-a value.
+The `argument` decorators are the one table of options: `%%uexec?` prints
+them, and the line splitter asks the same parser which options take a value.
+The parser is made from them the first time a magic is used or its help is
+asked for (`parser_of`), not at every kernel's start.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import signal
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import argument
 from IPython.display import display
 
 from ..core.journal.format import DEFAULT_IDLE_LIMIT_S
@@ -59,11 +60,30 @@ def _one_line(run):
     return bounded
 
 
-def _plain_usage(magic):
-    """`magic_arguments` writes the usage as an reST literal block; `%%uexec?` showed its `::`."""
-    if magic.__doc__ and magic.__doc__.startswith("::\n"):
-        magic.__doc__ = magic.__doc__[len("::\n") :].lstrip("\n")
+def _options_on_first_use(magic):
+    """In place of IPython's `magic_arguments()`, which made every magic's parser and help text
+    as the module loaded: 3 ms and 43 KiB in each kernel, most of which never asks for help."""
+    magic.getdoc = functools.partial(_usage, magic)  # what `%%uexec?` and a help tooltip show (IPython's oinspect)
     return magic
+
+
+def parser_of(magic) -> argparse.ArgumentParser:
+    """The magic's parser, made from its `argument` table the first time; its docstring becomes the usage."""
+    function = getattr(magic, "__func__", magic)
+    parser = function.__dict__.get("parser")
+    if parser is None:
+        from IPython.core.magic_arguments import construct_parser
+
+        parser = function.parser = construct_parser(function)
+        # IPython writes the usage as an reST literal block; `%%uexec?` showed its `::`.
+        if function.__doc__.startswith("::\n"):
+            function.__doc__ = function.__doc__[len("::\n") :].lstrip("\n")
+    return parser
+
+
+def _usage(function) -> str:
+    parser_of(function)
+    return function.__doc__
 
 
 @magics_class
@@ -86,8 +106,7 @@ class UnifiedExecMagics(Magics):
 
     # -- %%uexec / %uexec ----------------------------------------------------
 
-    @_plain_usage
-    @magic_arguments()
+    @_options_on_first_use
     @argument("-s", "--session", type=_session_key, metavar="ID|NAME", help="write the body to this session (an id or a name) instead of starting one")
     @argument("-t", "--timeout", type=int, metavar="MS", help="how long to collect output at most, in ms (default 1000; typing a command into an integrated shell: 60000, its maximum)")
     @argument("--name", metavar="NAME", help="name the new session, so later cells can say -s NAME (free again once it has exited)")
@@ -123,7 +142,7 @@ class UnifiedExecMagics(Magics):
     @_one_line
     async def run_uexec(self, line: str, cell: str | None, more: bool = False) -> None:
         """`more`: code follows this line in its cell (the rewrite knows), which an interrupt skips."""
-        options, body = split_line_magic(self.uexec.parser, line) if cell is None else (line, cell)
+        options, body = split_line_magic(parser_of(self.uexec), line) if cell is None else (line, cell)
         args = _parse(self.uexec, options)
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"--out needs a variable name, not {quoted(args.out)}")
@@ -195,8 +214,7 @@ class UnifiedExecMagics(Magics):
 
         display(SessionTable(self.bridge.call(self.manager.list_sessions), self.manager.notes))
 
-    @_plain_usage
-    @magic_arguments()
+    @_options_on_first_use
     @argument("session", nargs="?", type=_session_key, metavar="ID|NAME", help="the session to stop")
     @argument("--all", action="store_true", help="stop every session")
     @argument("--signal", metavar="NAME", help="only send this signal (INT, TERM, KILL, HUP, ... or a number) to the foreground job")
@@ -226,8 +244,7 @@ class UnifiedExecMagics(Magics):
 
     # -- %uexec_output / %uexec_record (a session's journal) -----------------
 
-    @_plain_usage
-    @magic_arguments()
+    @_options_on_first_use
     @argument("session", type=_session_key, metavar="ID|NAME", help="the session (running or finished) whose output to show")
     @argument("--head", type=int, metavar="N", help="the first N lines")
     @argument("--tail", type=int, metavar="N", help="the last N lines")
@@ -279,8 +296,7 @@ class UnifiedExecMagics(Magics):
             raise UsageError(str(error)) from None
         await journal_pages.show_output(store, args.session, request, raw=args.raw)
 
-    @_plain_usage
-    @magic_arguments()
+    @_options_on_first_use
     @argument("session", type=_session_key, metavar="ID|NAME", help="the session (running or finished) to record")
     @argument("file", metavar="FILE", help="where to write the recording (replaced if it exists)")
     @argument("--v2", action="store_true", help="write asciicast v2 (what the asciinema CLI 2.x on PyPI and older players read) instead of v3")
@@ -299,8 +315,7 @@ class UnifiedExecMagics(Magics):
 
     # -- %uexec_replay ---------------------------------------------------------
 
-    @_plain_usage
-    @magic_arguments()
+    @_options_on_first_use
     @argument("source", metavar="FILE|ID|NAME", help="an asciicast file (v3 or v2, as asciinema records), or a session whose journal to play")
     @argument("--idle", type=float, default=DEFAULT_IDLE_LIMIT_S, metavar="S", help="shorten pauses longer than S seconds (default %(default)s; 0 keeps them; a recording's idle_time_limit wins)")
     @no_var_expand
@@ -360,7 +375,7 @@ def _parse(magic, line: str):
         words = shell_words.split(line)
     except ValueError as error:  # an unbalanced quote
         raise UsageError(f"cannot read the options: {error}") from None
-    return magic.parser.parse_args(words)  # its errors are UsageErrors
+    return parser_of(magic).parse_args(words)  # its errors are UsageErrors
 
 
 def _option(parser: argparse.ArgumentParser, token: str) -> argparse.Action | None:

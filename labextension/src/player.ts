@@ -2,6 +2,7 @@
  * The replay of a recording (Python's `ReplayWidget`): the live view's
  * xterm.js, driven by a clock instead of a session. The kernel sends the
  * recording once, on request, as a buffer of `[time, code, data]` events
+ * (behind a gateway, which carries no buffers, as the answer's `text`)
  * (`o` output, `r` a resize `COLSxROWS`); chapters (one per command the
  * shell ran) are a synced trait and name the event they start at, so that
  * seeking to one writes exactly the output that came before it.
@@ -165,8 +166,9 @@ export function renderPlayer({ model, el }: { model: WidgetModel; el: HTMLElemen
   });
 
   const onAnswer = (content: any, buffers: unknown[] = []): void => {
-    if (content?.type === 'recording' && buffers.length) {
-      events = JSON.parse(new TextDecoder().decode(asBytes(buffers[0]))) as PlayerEvent[];
+    const text = buffers.length ? new TextDecoder().decode(asBytes(buffers[0])) : content?.text;
+    if (content?.type === 'recording' && typeof text === 'string') {
+      events = JSON.parse(text) as PlayerEvent[];
       // Open on the last screen, as the saved notebook shows it: play starts over.
       seekTo(events.length, duration());
       el.dataset.loaded = 'true';

@@ -27,6 +27,8 @@ interface Traits {
   kernel_id?: string;
   /** The last screen the kernel drew (live/loaded.py), kept current while the session prints. */
   screen_html?: string;
+  /** Which export renders the widget: `default` (a live terminal) or `player` (a replay). */
+  view?: string;
 }
 
 type Callback = (...args: any[]) => void;
@@ -330,7 +332,16 @@ function build(model: WidgetModel, el: HTMLElement, owner: object, fallback: Fal
   return view;
 }
 
-export default { render };
-
 /** The replay of a recording (`ReplayWidget`), with the same xterm.js. */
 export const player = { render: renderPlayer };
+
+/**
+ * What anywidget renders where the widget carries this module itself as its
+ * `_esm` (behind a gateway: no loader picks the export), so it picks the view
+ * the widget names; the loader picks the named export itself.
+ */
+export default {
+  render(context: { model: WidgetModel; el: HTMLElement }): () => void {
+    return context.model.get('view') === 'player' ? renderPlayer(context) : render(context);
+  }
+};

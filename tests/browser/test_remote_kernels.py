@@ -3,7 +3,8 @@
 Only the kernel's messages reach the page (jupyter_client#487): the server
 has no direct channel to offer (it answers 4404), so the live view, the
 Sessions panel's tab and the notifications all go over the kernel's
-websocket, the same protocol messages on the `unified_exec` comm. The
+websocket, the same protocol messages on the `unified_exec` comm; a replay's
+recording comes as a message's text, not a buffer. The
 server's environment names a pod (`KERNEL_POD_NAME`), which a gateway
 client hands on to the kernel as Enterprise Gateway's pod proxy would set
 it: `--keep` says in one line that a restart ends kept sessions there.
@@ -148,4 +149,29 @@ def test_an_end_out_of_sight_is_told_over_the_kernels_comm(gateway_lab, browser,
         wait_until(lambda: shown(later), 60, f"the toast of an end with the notebook closed (the page said: {[line for line in said if 'uexec' in line]})")
         page.screenshot(path=str(ARTIFACTS / "remote-notification-later.png"))
         errors = [error for error in errors if not re.search(r"took [\d.]+ms to activate|is taking too long to activate", error)]
+        assert not errors, "JS errors from the extension:\n" + "\n".join(errors)
+
+
+def test_a_replay_plays_over_the_kernels_messages(gateway_lab, browser):
+    # A recording went as a binary buffer, which the server's gateway client cannot relay: the player
+    # waited for ever (and the whole module came as buffers too). There the answer carries it as text.
+    server = gateway_lab
+    with fresh_page(browser, server) as page:
+        errors = extension_errors(page)
+        cells = open_notebook(server, page, "remote-replay", [
+            f"%%uexec --name rsh -t 10000\n{BASH}", "%uexec -s rsh echo $((6*7))", "%uexec_replay rsh",
+        ])
+        for index in (1, 2):
+            run_cell(page, cells, index)
+            wait_output(cells.nth(index), r"\[session \d+ running", LOAD_S)
+        run_cell(page, cells, 3)
+        player = cells.nth(3).locator(".uexec-player")
+        player.wait_for(timeout=LOAD_S * 1000)
+        wait_until(lambda: player.get_attribute("data-loaded") == "true", 60, "the recording to arrive")
+        # It opens on the recording's last screen: the command, its answer and the next prompt.
+        screen = player.locator(".uexec-player-screen")
+        wait_for_lines(screen, lambda lines: "42" in lines and "$ echo $((6*7))" in lines, 30, "the last screen")
+        assert [label.split("$ ", 1)[1] for label in player.locator(".uexec-player-chapter").all_inner_texts()] == ["echo $((6*7)) → 0"]
+        ARTIFACTS.mkdir(exist_ok=True)
+        player.screenshot(path=str(ARTIFACTS / "remote-replay.png"))
         assert not errors, "JS errors from the extension:\n" + "\n".join(errors)

@@ -56,6 +56,24 @@ def test_the_player_gets_the_recording_as_a_buffer_and_shows_its_last_screen_wit
     )
 
 
+def test_behind_a_gateway_the_recording_comes_as_text_for_no_buffer_reaches_the_page(kernel, tmp_path):
+    cast = tmp_path / "gateway.cast"
+    lines = [{"version": 2, "width": 40, "height": 5}, [0.1, "o", "é\r\n"], [0.3, "o", "$ "]]
+    cast.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    kernel.run("import os\nos.environ['KERNEL_GATEWAY'] = '1'")
+    try:
+        shown = kernel.execute(f"%uexec_replay {cast}")
+        assert shown.reply["status"] == "ok", shown.text
+        model_id = next(m for m in shown.messages if m["msg_type"] == "display_data")["content"]["data"][VIEW]["model_id"]
+        answer = custom_answer(kernel, model_id, {"type": "recording"})
+    finally:
+        kernel.run("del os.environ['KERNEL_GATEWAY']")
+    assert answer["buffers"] == []
+    content = answer["content"]["data"]["content"]
+    assert (content["type"], content["events"]) == ("recording", 2)
+    assert [event[1:] for event in json.loads(content["text"])] == [["o", "é\r\n"], ["o", "$ "]]
+
+
 def test_a_recording_with_every_kind_of_escape_replays(kernel, tmp_path):
     cast = tmp_path / "vim.cast"
     noise = "\u001b[?4m\u001b[?1;2m\u001bP$qm\u001b\\\u001b]11;?\u0007\u001b[>c\u001b[?u\u001b[2 q"

@@ -29,7 +29,7 @@ class LoadedWidget(anywidget.AnyWidget):
     frontend_hash = Unicode(help="which module the loader asks for (a page loads it once)").tag(sync=True)
 
     def __init__(self, **kwargs):
-        whole = frontend.whole() if kwargs.get("view", "default") == "default" and behind_gateway() else None
+        whole = frontend.whole() if behind_gateway() else None  # its default export renders the widget's `view`
         if whole is not None:  # no buffer reaches the page: no loader that asks for them
             kwargs.update(_esm=whole[0], _css=whole[1])
         super().__init__(frontend_hash=frontend.module_hash(), **kwargs)

@@ -2,9 +2,10 @@
 
 A session's journal or any asciicast file (what asciinema records), with
 play/pause, speed, seek and a chapter per command the shell ran. The
-recording itself goes to the page on request, as one buffer, and is never
-part of the widget's state: a notebook saved with its replays stays small,
-and shows each replay's last screen where no kernel answers.
+recording itself goes to the page on request, as one buffer (behind a
+gateway, which relays no buffers, as the answer's text), and is never part
+of the widget's state: a notebook saved with its replays stays small, and
+shows each replay's last screen where no kernel answers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from traitlets import Float, Int, List, Unicode
 from ..core.journal.playback import Playback
 from ..screen.html import screen_html
 from ..screen.render import render_terminal_text
+from ..jupyter.remote import behind_gateway
 from .loaded import LoadedWidget
 from ..core.errors import quoted
 
@@ -38,8 +40,12 @@ class ReplayWidget(LoadedWidget):
 
     def on_custom(self, content, _buffers) -> None:
         if isinstance(content, dict) and content.get("type") == "recording":
-            events = json.dumps(self._played.events, separators=(",", ":"), ensure_ascii=False).encode()
-            self.send({"type": "recording", "events": len(self._played.events)}, buffers=[events])
+            events = json.dumps(self._played.events, separators=(",", ":"), ensure_ascii=False)
+            answer = {"type": "recording", "events": len(self._played.events)}
+            if behind_gateway():
+                self.send({**answer, "text": events})
+            else:
+                self.send(answer, buffers=[events.encode()])
         else:
             kind = content.get("type") if isinstance(content, dict) else type(content).__name__
             self.send({"type": "error", "error": "BadRequest", "message": f"a replay answers `recording` only, not {quoted(kind)}"})

@@ -27,7 +27,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from unified_exec_kernel.jupyter.remote import kept_sessions_here
-from unified_exec_kernel.server.relay import NO_CHANNEL
+from unified_exec_kernel.server.relay import REMOTE_KERNEL
 
 from .conftest import free_port, session_processes
 from .kernel_ws import Channels
@@ -245,7 +245,8 @@ async def test_deleting_the_kernel_through_the_gateway_ends_its_sessions(gateway
 
 
 async def test_a_server_in_gateway_mode_offers_no_direct_channel_and_the_view_keeps_the_kernel_websocket(gateway, tmp_path):
-    """The kernel runs at the gateway: the server has no connection file of it, so its relay closes with 4404."""
+    """The kernel runs at the gateway: the server has no connection file of it, so its relay closes with 4421
+    (the page goes to the kernel's messages at once, not after asking again as a starting kernel's 4404 has it)."""
     server = JupyterServer(tmp_path, f"--gateway-url=http://127.0.0.1:{gateway.port}", f"--GatewayClient.auth_token={gateway.token}")
     try:
         kernel = server.api("POST", "api/kernels", {"name": "uexec"})
@@ -258,7 +259,7 @@ async def test_a_server_in_gateway_mode_offers_no_direct_channel_and_the_view_ke
         request = HTTPRequest(f"{server.ws}uexec/kernels/{kernel['id']}/channel?token={server.token}", connect_timeout=10, request_timeout=30)
         ws = await asyncio.wait_for(websocket_connect(request), 30)
         assert await asyncio.wait_for(ws.read_message(), 15) is None
-        assert ws.close_code == NO_CHANNEL, (ws.close_code, ws.close_reason)
+        assert (ws.close_code, ws.close_reason) == (REMOTE_KERNEL, "remote kernel")
     finally:
         server.stop()
 

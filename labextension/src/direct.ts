@@ -52,6 +52,10 @@ export function reconnectDelay(attempt: number, kept: boolean, waited: number): 
 
 /** The relay's close code when the kernel closed its socket: it shut down or restarted (server/relay.py). */
 export const CLOSE_KERNEL_GONE = 1001;
+/** The relay's close code for a kernel that runs elsewhere (a gateway's): no direct channel, ever, here. */
+export const CLOSE_REMOTE_KERNEL = 4421;
+/** What a carrier closes with then: its users go to the kernel's messages without asking again. */
+export const REMOTE_KERNEL = 'the kernel runs elsewhere: no direct channel';
 
 /** The line a kept session's view shows where it goes on after a kernel restart. */
 export const KEPT_NOTICE = '── kernel restarted; this session was kept ──';
@@ -321,6 +325,10 @@ export class DirectCarrier extends CarrierBase {
   /** The socket closed (with `code`), failed, or never said `hello`. */
   private _onDrop(socket: SocketLike, code?: number): void {
     if (socket !== this._socket) {
+      return;
+    }
+    if (code === CLOSE_REMOTE_KERNEL) {
+      this._stop(REMOTE_KERNEL);
       return;
     }
     if (this._state === 'open' && code === CLOSE_KERNEL_GONE) {

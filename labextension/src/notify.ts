@@ -20,7 +20,7 @@ import { Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 
-import { DirectCarrier, directUrl } from './direct';
+import { DirectCarrier, directUrl, REMOTE_KERNEL } from './direct';
 import { EventComm } from './eventcomm';
 import { noticeKind, noticeText } from './notice';
 import { PROTOCOL_VERSION, type SessionEventMessage } from './protocol';
@@ -271,8 +271,10 @@ class EventChannel {
   private _lost(carrier: NewsCarrier, heard: boolean, reason: string): void {
     if (carrier instanceof DirectCarrier && !heard) {
       this._refused++;
-      // A kernel just started binds its socket as our extension loads: ask the socket a few times first.
-      if (this._refused >= DIRECT_TRIES_BEFORE_COMM && Date.now() >= this._commAfter) {
+      // A kernel just started binds its socket as our extension loads: ask the socket a few times first,
+      // unless the kernel runs elsewhere (a gateway's), where it never will.
+      const never = reason === REMOTE_KERNEL;
+      if ((never || this._refused >= DIRECT_TRIES_BEFORE_COMM) && Date.now() >= this._commAfter) {
         console.debug(`uexec: ${reason}; listening for session events on the kernel's comm instead`);
         this._use(new EventComm(this._openKernel()));
         return;

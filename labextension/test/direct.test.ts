@@ -15,6 +15,7 @@ import {
   KEPT_RECONNECT_MS,
   RECONNECT_DELAYS_MS,
   reconnectDelay,
+  REMOTE_KERNEL,
   type ServerLocation,
   type SocketLike
 } from '../src/direct';
@@ -272,6 +273,21 @@ describe('DirectCarrier', () => {
     assert.ok(made[0].closed);
   });
 
+  test('a kernel that runs elsewhere (4421) closes it at once, saying so, even after it was open', t => {
+    const { made, direct } = openDirect(t);
+    const said: string[] = [];
+    direct.listen({ received: () => undefined, closed: reason => said.push(reason) });
+    made[0].drop(4404); // a restart's gap: it asks again
+    assert.deepEqual(said, []);
+    t.mock.timers.tick(RECONNECT_DELAYS_MS[0]);
+    assert.equal(made.length, 2);
+    made[1].drop(4421); // the kernel is now a gateway's: no more asking
+    assert.deepEqual(said, [REMOTE_KERNEL]);
+    assert.ok(direct.isClosed);
+    t.mock.timers.tick(KEPT_RECONNECT_MS);
+    assert.equal(made.length, 2);
+  });
+
   test('a pending ack dies with its connection', t => {
     const { made, direct } = openDirect(t);
     direct.written(500, true);
@@ -300,6 +316,7 @@ describe('DirectFirstCarrier', () => {
   for (const [why, fail] of [
     ['the websocket is refused', (s: FakeSocket, _t: TestContext) => s.drop(1006)],
     ['the server has no channel for the kernel (4404)', (s: FakeSocket, _t: TestContext) => s.drop(4404)],
+    ['the kernel runs elsewhere, a gateway\'s (4421)', (s: FakeSocket, _t: TestContext) => s.drop(4421)],
     ['no hello comes within 10 s', (_s: FakeSocket, t: TestContext) => t.mock.timers.tick(HELLO_TIMEOUT_MS)],
     ['the kernel speaks another protocol version', (s: FakeSocket, _t: TestContext) => s.hello(99)]
   ] as const) {

@@ -1,9 +1,9 @@
 """A notebook whose kernel runs at a real Kernel Gateway, in a real JupyterLab (`--gateway-url`) and Chromium.
 
 Only the kernel's messages reach the page (jupyter_client#487): the server
-has no direct channel to offer (it answers 4404), so the live view, the
-Sessions panel's tab and the notifications all go over the kernel's
-websocket, the same protocol messages on the `unified_exec` comm; a replay's
+has no direct channel to offer (it answers 4421: the kernel runs elsewhere),
+so the live view, the Sessions panel's tab and the notifications all go at
+once over the kernel's websocket, the same protocol messages on the `unified_exec` comm; a replay's
 recording comes as a message's text, not a buffer. The
 server's environment names a pod (`KERNEL_POD_NAME`), which a gateway
 client hands on to the kernel as Enterprise Gateway's pod proxy would set
@@ -80,7 +80,7 @@ def test_a_live_view_and_a_sessions_tab_work_over_the_kernels_messages_and_keep_
         lines = wait_for_lines(terminal, lambda lines: "42" in lines, 30, "the answer to typed keys")
         assert lines.index("42") == lines.index("$ echo $((6*7))") + 1
         # The server has no channel to this kernel: the view fell back to the kernel's messages.
-        assert any(re.search(r"uexec: no direct channel; using the kernel's messages instead", line) for line in said), said
+        assert any("uexec: the kernel runs elsewhere: no direct channel; using the kernel's messages instead" in line for line in said), said
 
         run_cell(page, cells, 2)
         wait_output(cells.nth(2), r"\[session 1 running ·", LOAD_S)
@@ -128,8 +128,8 @@ def test_an_end_out_of_sight_is_told_over_the_kernels_comm(gateway_lab, browser,
             FILLER,
         ])
         start_then_scroll_away(page, cells)
-        # The end comes once the notifier listens on the kernel's comm (it goes there after the direct channel
-        # is refused three times): CI's run ended the session before that, and no toast came.
+        # The end comes once the notifier listens on the kernel's comm: it goes there at the relay's first
+        # answer (4421, the kernel runs elsewhere; it asked three times when that was a 4404).
         listening = lambda: any("listening for session events on the kernel's comm" in line for line in said)  # noqa: E731
         wait_until(listening, 60, f"the notifier to listen on the kernel's comm (the page said: {[line for line in said if 'uexec' in line]})")
         (folder / "stop-train").touch()
@@ -139,6 +139,8 @@ def test_an_end_out_of_sight_is_told_over_the_kernels_comm(gateway_lab, browser,
         # It came as a kernel message (a comm_msg on the kernel's websocket), to the notifier's own comm.
         assert any('"session_event"' in frame and '"comm_msg"' in frame for frame in frames)
         assert any("listening for session events on the kernel's comm" in line for line in said), said
+        switched = [line for line in said if "listening for session events on the kernel's comm instead" in line]
+        assert switched and all(line.startswith("uexec: the kernel runs elsewhere: no direct channel;") for line in switched), [line for line in said if "uexec" in line]
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "remote-notification-train.png"))
 

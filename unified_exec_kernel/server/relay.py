@@ -13,9 +13,10 @@ as they do there, and its origin check), `@ws_authenticated`, and the
 authorizer asked for `execute` on `kernels`. A websocket upgrade is a GET, so
 no XSRF check runs: the origin check and the authorization are the whole
 defence. The socket's path comes only from the connection file of a kernel
-this server runs (protocol/address.py), never from the client; a kernel
-without one (a gateway's) or without a listening socket gets close code
-4404, and the page falls back to the comm.
+this server runs (protocol/address.py), never from the client. A kernel
+without one runs elsewhere (a gateway's): close code 4421, and the page uses
+the comm at once. One without a listening socket gets 4404: it may listen
+soon (a kernel starting, or restarting), so the page may ask again.
 
 The relay parses nothing: a text message is a `T` frame's payload, a binary
 message a frame's kind byte and payload; only the 4-byte length is added or
@@ -35,7 +36,9 @@ from ..protocol.address import find_socket
 
 ROUTE = r"/uexec/kernels/(?P<kernel_id>\w+-\w+-\w+-\w+-\w+)/channel"
 NO_CHANNEL = 4404
-"""Close code: the kernel has no direct channel (a gateway's, channel off, not started); use the comm."""
+"""Close code: the kernel has no direct channel now (channel off, not started, restarting); use the comm."""
+REMOTE_KERNEL = 4421
+"""Close code: the kernel runs elsewhere (a gateway's) and never has a direct channel here; use the comm."""
 KERNEL_GONE = 1001
 SOCKET_HIGH_WATER = 256 * 1024
 """Bytes waiting for the kernel's socket past which the next websocket message waits."""
@@ -80,7 +83,12 @@ def handler_class() -> type:
         async def open(self, kernel_id: str) -> None:
             super().open()  # WebSocketMixin's keep-alive pings
             self.set_nodelay(True)
-            path = self._socket_of(kernel_id)
+            connection_file = self._connection_file(kernel_id)
+            if connection_file is None:
+                self.log.info("unified_exec_kernel: kernel %s runs elsewhere (a gateway's): no direct channel", kernel_id)
+                self.close(REMOTE_KERNEL, "remote kernel")
+                return
+            path = find_socket(connection_file)
             try:
                 if path is None:
                     raise FileNotFoundError("no socket")
@@ -115,15 +123,14 @@ def handler_class() -> type:
 
         # -- the kernel's side -------------------------------------------------------
 
-        def _socket_of(self, kernel_id: str) -> str | None:
+        def _connection_file(self, kernel_id: str) -> str | None:
+            """The kernel's connection file on this machine; None for a kernel that runs elsewhere (a gateway's)."""
             try:
                 kernel = self.kernel_manager.get_kernel(kernel_id)
             except KeyError:
-                return None
+                return None  # gone since `get` found it: no channel to it either way
             connection_file = getattr(kernel, "connection_file", None)
-            if not isinstance(connection_file, str) or not os.path.isabs(connection_file):
-                return None  # a remote kernel (gateway) has no file here
-            return find_socket(connection_file)
+            return connection_file if isinstance(connection_file, str) and os.path.isabs(connection_file) else None
 
         async def _relay_from_kernel(self, reader: asyncio.StreamReader) -> None:
             try:

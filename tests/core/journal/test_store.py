@@ -2,11 +2,13 @@
 
 import asyncio
 import os
+import time
 
 import pytest
 
-from unified_exec_kernel.core.journal import JournalNotFound, JournalStore
+from unified_exec_kernel.core.journal import JournalNotFound, JournalStore, open_journal
 
+from ..helpers import spawn
 from .helpers import journaled, mode, small_disk, written
 
 
@@ -17,6 +19,25 @@ async def test_a_finished_one_shot_command_stays_readable_by_name_and_id(tmp_pat
         for key in ("job", 0):
             with await written(store, key) as journal:
                 assert journal.read(journal.start, journal.end) == b"first\r\nsecond\r\n"
+
+
+async def test_a_journals_times_count_from_the_sessions_start_however_long_its_spawn_took(tmp_path):
+    store = JournalStore(str(tmp_path / "kernel"), keep=True)
+    session = spawn(["bash", "-c", "read x; echo late"])
+    try:
+        await asyncio.sleep(0.5)  # as a spawn on a loaded machine, between the session's start and its journal's
+        entry = store.record(session)
+        typed = time.time()
+        session.write("go\r")
+        await asyncio.wait_for(session.wait_finished(), 10)
+        await asyncio.wrap_future(store.flushed())
+        with open_journal(entry.file.path) as journal:
+            late = next(event for event in journal.events() if "late" in event.data)
+        assert entry.started == session.started
+        assert typed <= entry.started + late.time <= time.time()  # where the event was, in wall time
+    finally:
+        await session.close()
+        await asyncio.to_thread(store.close)  # it joins the writer thread
 
 
 async def test_the_directory_is_private_and_so_is_every_file(tmp_path):

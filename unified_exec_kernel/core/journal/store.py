@@ -136,7 +136,9 @@ class JournalStore:
         file = JournalFile(
             os.path.join(directory or self.directory, f"session-{session.session_id}.cast"),
             header,
-            monotonic_start=time.monotonic(),
+            # Times count from the session's start, its header's timestamp: from now they were early by
+            # the time its spawn took, and so was each command's start (`started` + its time).
+            monotonic_start=time.monotonic() - max(0.0, time.time() - session.started),
             session_bytes=self.session_bytes,
         )
         return self._start(session, file)

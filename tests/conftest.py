@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 
@@ -10,6 +11,14 @@ import psutil
 import pytest
 
 from unified_exec_kernel import UnifiedExecSessionManager
+
+
+def pytest_configure(config) -> None:
+    # A suite started from a script's background job (`cmd &` without job control) inherits SIGINT
+    # ignored, and so would every server and kernel it starts: SIGINT is then no Ctrl-C, no hub's
+    # stop (tests/server/test_stop.py). The tests are about what a terminal or a spawner starts.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def descendants() -> set[int]:

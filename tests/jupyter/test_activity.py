@@ -227,7 +227,7 @@ def test_the_hubs_idle_culler_leaves_a_server_whose_session_prints_and_culls_one
     with running_hub(folder, HUB_USERS, HUB_CULLER.format(token=culler_token, specs=str(specs))) as hub:
         tokens = {name: _log_in(hub, name) for name in HUB_USERS}
         for name in HUB_USERS:
-            status, body = hub.request("POST", f"/hub/api/users/{name}/server", tokens[name])
+            status, body = hub.spawn(name, tokens[name])
             assert status in (201, 202), f"{status} {body}\n{hub.log_tail()}"
         for name in HUB_USERS:
             wait_for(lambda: (server_of(hub, name, tokens[name]) or {}).get("ready"), SERVER_START_S,

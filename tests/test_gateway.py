@@ -87,6 +87,7 @@ def gateway(tmp_path_factory):
         f"--KernelGatewayApp.auth_token={token}",
         # GET /api/kernels answers 403 without it, and a notebook server in gateway mode needs that list.
         "--JupyterWebsocketPersonality.list_kernels=True",
+        "--KernelGatewayApp.log_level=DEBUG",  # each kernel message's activity: where a lost one was lost
     ]
     with open(log, "wb") as log_file:
         process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)

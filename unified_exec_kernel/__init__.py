@@ -58,6 +58,7 @@ def _jupyter_server_extension_points():
         {"module": "unified_exec_kernel.server.stop"},
         {"module": "unified_exec_kernel.server.relay"},
         {"module": "unified_exec_kernel.server.culling"},
+        {"module": "unified_exec_kernel.server.gateway_connection"},
     ]
 
 

@@ -342,6 +342,10 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when != "call" or not report.failed:
         return
+    for name, value in getattr(item, "funcargs", {}).items():
+        # The servers' own words (a Lab, a gateway): what a page's failure alone cannot say.
+        if callable(getattr(value, "log_tail", None)):
+            report.sections.append((f"the log of {name} (its end)", value.log_tail(12_000)))
     page = getattr(item, "funcargs", {}).get("page")
     if page is None or page.is_closed():
         return

@@ -49,14 +49,34 @@ async def test_a_write_is_refused_with_codex_words():
         await session.close()
 
 
+async def running(leader: int, command: str, bound: float = 10) -> None:
+    """Until a process of the session runs `command` (its own name, after its exec), within `bound` seconds."""
+    deadline = asyncio.get_running_loop().time() + bound
+    while True:
+        for pid in session_processes(leader):
+            try:
+                with open(f"/proc/{pid}/comm") as comm:
+                    if comm.read().strip() == command:
+                        return
+            except OSError:
+                pass
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail(f"no {command!r} in the session within {bound} s: {group_report(leader)}")
+        await asyncio.sleep(0.02)
+
+
 async def test_ctrl_c_interrupts_the_program_and_its_children():
     session = PipeSession(0, ["sh", "-c", "echo started; sleep 30; echo not-interrupted"], ENV)
     reader = Reader(session)
-    await reader.until("started")  # a shell that gets SIGINT before it runs its command goes on
+    await reader.until("started")
+    # Not before `sleep` runs: sh -c catches SIGINT, and its forked child keeps that handler until
+    # the exec, so a Ctrl-C in between is eaten by the child; sleep then runs its 30 s (as in a real
+    # terminal), and sh waits for it (a fresh-clone run's failure).
+    await running(session.pid, "sleep")
     session.write("\x03")
     try:
         await asyncio.wait_for(session.wait_finished(), 10)
-    except asyncio.TimeoutError:  # once in a fresh-clone run, not understood yet: say what was there
+    except asyncio.TimeoutError:
         pytest.fail(f"not ended 10 s after Ctrl-C ({session.state}, exit code {session.exit_code}, output {reader.text!r}):"
                     f" {group_report(session.pid)}")
     assert session.exit_code == -signal.SIGINT and "not-interrupted" not in reader.text

@@ -1,1 +1,1 @@
-"""Jupyter server extensions (run in the server process, not the kernel): kernel websockets without Nagle's delay; a clean stop on SIGINT; the live view's direct channel; a culled kernel's sessions told why."""
+"""Jupyter server extensions (run in the server process, not the kernel): kernel websockets without Nagle's delay; a clean stop on SIGINT; the live view's direct channel; a culled kernel's sessions told why; a gateway's kernel connection opened by its client's first message."""

@@ -25,41 +25,44 @@ from __future__ import annotations
 
 import asyncio
 
-from jupyter_server.gateway.connections import GatewayWebSocketConnection
-
-
-class FirstMessageGatewayConnection(GatewayWebSocketConnection):
-    """jupyter_server's gateway connection, opened on the client's first message instead of its websocket's open."""
-
-    _held: list[str] | None = None
-    """What the client sent before the gateway's connection started; None once it has."""
-    _opening: asyncio.Task | None = None
-
-    async def connect(self):
-        if self._opening is None:
-            self._held = []  # the websocket is open: wait for the client to speak
-        else:
-            await super().connect()  # the base class reconnecting after the gateway dropped its socket
-
-    def handle_incoming_message(self, message: str) -> None:
-        if self._held is None:
-            super().handle_incoming_message(message)
-            return
-        self._held.append(message)
-        if self._opening is None:
-            self._opening = asyncio.ensure_future(self._open())
-
-    async def _open(self) -> None:
-        if self.disconnected:  # the client left before this ran: nothing to reach
-            return
-        await super().connect()  # starts the gateway's socket; the base class queues what comes before it is up
-        held, self._held = self._held or [], None
-        for message in held:
-            super().handle_incoming_message(message)
-
 
 def _load_jupyter_server_extension(serverapp) -> None:
+    from jupyter_server.gateway.connections import GatewayWebSocketConnection  # the server's, not the package's dependency
+
     settings = serverapp.web_app.settings
     if settings.get("kernel_websocket_connection_class") is GatewayWebSocketConnection:
-        settings["kernel_websocket_connection_class"] = FirstMessageGatewayConnection
+        settings["kernel_websocket_connection_class"] = _on_first_message(GatewayWebSocketConnection)
         serverapp.log.info("unified_exec_kernel: a kernel's gateway connection opens on its client's first message")
+
+
+def _on_first_message(base: type) -> type:
+    class FirstMessageGatewayConnection(base):
+        """jupyter_server's gateway connection, opened on the client's first message instead of its websocket's open."""
+
+        _held: list[str] | None = None
+        """What the client sent before the gateway's connection started; None once it has."""
+        _opening: asyncio.Task | None = None
+
+        async def connect(self):
+            if self._opening is None:
+                self._held = []  # the websocket is open: wait for the client to speak
+            else:
+                await super().connect()  # the base class reconnecting after the gateway dropped its socket
+
+        def handle_incoming_message(self, message: str) -> None:
+            if self._held is None:
+                super().handle_incoming_message(message)
+                return
+            self._held.append(message)
+            if self._opening is None:
+                self._opening = asyncio.ensure_future(self._open())
+
+        async def _open(self) -> None:
+            if self.disconnected:  # the client left before this ran: nothing to reach
+                return
+            await super().connect()  # starts the gateway's socket; the base class queues what comes before it is up
+            held, self._held = self._held or [], None
+            for message in held:
+                super().handle_incoming_message(message)
+
+    return FirstMessageGatewayConnection

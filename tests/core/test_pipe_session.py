@@ -11,6 +11,7 @@ from unified_exec_kernel.core.pipe_session import PipeSession
 
 from ..conftest import session_processes, wait_gone
 from .helpers import Reader
+from .stubborn import async_wait_until
 
 ENV = dict(os.environ)
 
@@ -49,20 +50,13 @@ async def test_a_write_is_refused_with_codex_words():
         await session.close()
 
 
-async def running(leader: int, command: str, bound: float = 10) -> None:
-    """Until a process of the session runs `command` (its own name, after its exec), within `bound` seconds."""
-    deadline = asyncio.get_running_loop().time() + bound
-    while True:
-        for pid in session_processes(leader):
-            try:
-                with open(f"/proc/{pid}/comm") as comm:
-                    if comm.read().strip() == command:
-                        return
-            except OSError:
-                pass
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"no {command!r} in the session within {bound} s: {group_report(leader)}")
-        await asyncio.sleep(0.02)
+def runs(pid: int, command: str) -> bool:
+    """The process runs `command` (its own name, which changes only at its exec)."""
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip() == command
+    except OSError:
+        return False
 
 
 async def test_ctrl_c_interrupts_the_program_and_its_children():
@@ -72,7 +66,10 @@ async def test_ctrl_c_interrupts_the_program_and_its_children():
     # Not before `sleep` runs: sh -c catches SIGINT, and its forked child keeps that handler until
     # the exec, so a Ctrl-C in between is eaten by the child; sleep then runs its 30 s (as in a real
     # terminal), and sh waits for it (a fresh-clone run's failure).
-    await running(session.pid, "sleep")
+    try:
+        await async_wait_until(lambda: any(runs(pid, "sleep") for pid in session_processes(session.pid)), 10)
+    except AssertionError:
+        pytest.fail(f"no sleep in the session within 10 s: {group_report(session.pid)}")
     session.write("\x03")
     try:
         await asyncio.wait_for(session.wait_finished(), 10)

@@ -61,7 +61,7 @@ def _on_first_message(base: type) -> type:
             if self.disconnected:  # the client left before this ran: nothing to reach
                 return
             await super().connect()  # starts the gateway's socket; the base class queues what comes before it is up
-            held, self._held = self._held or [], None
+            held, self._held = self._held, None
             for message in held:
                 super().handle_incoming_message(message)
 

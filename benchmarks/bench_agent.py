@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -223,6 +224,7 @@ async def attached() -> dict:
             over_comm = await timed_calls(session, "exec_command", ECHO)
     finally:
         kernel.shutdown_kernel(now=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return {
         "case": "attached", "mcp_direct_exec_ms": direct, "mcp_comm_exec_ms": over_comm, "comm_exec_ms": comm,
         "ratio": round(direct / comm, 2), "ratio_over_comm": round(over_comm / comm, 2), "goal": "<= 0.8",
@@ -254,6 +256,7 @@ async def restart() -> dict:
     finally:
         client.stop_channels()
         kernel.shutdown_kernel(now=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return {
         "case": "restart", "first_call_after_ready_ms": median_ms(after), "each_ms": [round(x * 1000) for x in after],
         "steady_call_ms": steady, "goal_ms": "<= 2000",

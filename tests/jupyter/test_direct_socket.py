@@ -9,6 +9,7 @@ import socket
 import stat
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from unified_exec_kernel.jupyter.direct_socket import (
     kernel_id_of,
     private_to_us,
     sweep_private_dirs,
+    sweep_runtime_dir,
 )
 from unified_exec_kernel.protocol.address import find_socket, socket_names
 
@@ -133,7 +135,9 @@ async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared
     shared = runtime / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
-    dead_socket = runtime / "dead.sock"
+    dead_private = runtime / f"{PRIVATE_PREFIX}dead"
+    dead_private.mkdir(mode=0o700)
+    dead_socket = dead_private / PRIVATE_NAME  # a kernel killed hard left its private directory too
     bound(dead_socket)
     orphan = socket_names(str(shared / "tmpgone.json"))[1]
     Path(orphan).write_text(f"{dead_socket}\n")
@@ -156,7 +160,8 @@ async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared
     try:
         channel = await started(str(shared / "tmpnew.json"))
         assert channel.path is not None and find_socket(str(shared / "tmpnew.json")) == channel.path
-        assert not os.path.exists(orphan) and not os.path.exists(dead_socket) and not os.path.exists(vanished)
+        assert not os.path.exists(orphan) and not os.path.exists(vanished)
+        assert not dead_private.exists(), "the private directory of a swept socket stays behind, empty, for good"
         assert os.path.exists(alive) and os.path.exists(busy)
         if os.geteuid() == 0:
             assert all(os.path.exists(path) for path in theirs)  # another user's: never touched
@@ -165,7 +170,7 @@ async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared
         listening.close()
 
 
-def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
+def test_only_our_old_private_dirs_with_a_dead_socket_or_nothing_are_swept(runtime):
     old_dead = runtime / f"{PRIVATE_PREFIX}old"
     young_dead = runtime / f"{PRIVATE_PREFIX}young"
     old_busy = runtime / f"{PRIVATE_PREFIX}busy"
@@ -174,8 +179,11 @@ def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
         folder.mkdir(mode=0o700)
         bound(folder / PRIVATE_NAME)
     (old_busy / "more").write_text("")
+    old_empty, young_empty = runtime / f"{PRIVATE_PREFIX}empty", runtime / f"{PRIVATE_PREFIX}just-made"
+    old_empty.mkdir(mode=0o700)
+    young_empty.mkdir(mode=0o700)  # a kernel's between mkdtemp and bind
     past = time.time() - STALE_AFTER_S - 5
-    for folder in (old_dead, old_busy, other):
+    for folder in (old_dead, old_busy, other, old_empty):
         os.utime(folder, (past, past))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     live = runtime / f"{PRIVATE_PREFIX}live"
@@ -185,9 +193,30 @@ def test_only_our_old_private_dirs_with_a_dead_socket_are_swept(runtime):
     os.utime(live, (past, past))
     try:
         sweep_private_dirs(str(runtime))
-        assert sorted(p.name for p in runtime.iterdir()) == sorted(p.name for p in (young_dead, old_busy, other, live))
+        kept = (young_dead, old_busy, other, live, young_empty)
+        assert sorted(p.name for p in runtime.iterdir()) == sorted(p.name for p in kept)
     finally:
         listener.close()
+
+
+def test_sweeping_a_crowded_directory_holds_no_more_memory_than_an_empty_one(runtime):
+    """A kernel whose connection file is in /tmp (nbclient's, papermill's, nbgrader's) sweeps /tmp as its
+    engine starts; a list of every entry there would leave its high-water mark in the kernel for good."""
+    for n in range(3000):
+        (runtime / f"tmp{n:05d}.json").write_text("")
+        (runtime / f"{PRIVATE_PREFIX}{n:05d}").mkdir()  # young: looked at, kept
+
+    def peak_of(sweep) -> int:
+        tracemalloc.start()
+        try:
+            sweep()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    assert peak_of(lambda: sweep_private_dirs(str(runtime))) < 64 * 1024
+    assert peak_of(lambda: sweep_runtime_dir(str(runtime), socket_names)) < 64 * 1024
+    assert len(list(runtime.iterdir())) == 6000  # none of it ours to sweep
 
 
 def test_a_kernel_id_comes_from_a_jupyter_connection_file_name():

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +24,7 @@ def kernel():
     running.run("%uexec -t 100 true")  # the engine runs, so its direct socket listens
     yield running
     running.shutdown()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.parametrize("carrier", ["direct", "comm"])

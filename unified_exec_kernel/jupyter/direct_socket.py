@@ -16,8 +16,8 @@ Unix socket's address holds. A socket file left by a kernel that died hard
 something still listens on is left alone, and the private directory used.
 What such kernels left elsewhere is swept on the way: sockets and pointer
 files beside connection files that are gone (ours, nothing listening), and
-private directories (ours, over a minute old) holding only a socket nothing
-listens on.
+private directories (ours, over a minute old) holding nothing, or only a
+socket nothing listens on.
 
 The socket lives as long as the engine's loop (engine_thread.py's service):
 listening from its start, closed with every connection and its files
@@ -207,23 +207,23 @@ def sweep_runtime_dir(directory: str, names: Names) -> None:
     others share (/tmp, where a connection file made by `tempfile` lives)."""
     socket_suffix, pointer_suffix = (os.path.basename(name)[len("k") :] for name in names("k.json"))
     try:
-        present = set(os.listdir(directory))
+        entries = os.scandir(directory)  # entry by entry, as sweep_private_dirs reads /tmp
     except OSError:
         return
-    for name in present:
-        for suffix in (socket_suffix, pointer_suffix):
-            if not name.endswith(suffix) or name[: -len(suffix)] + ".json" in present:
-                continue
-            path = os.path.join(directory, name)
-            try:
-                if os.lstat(path).st_uid != os.geteuid():
-                    continue  # another user's, in a shared directory: never ours to remove
-                if suffix == socket_suffix:
-                    _clear_stale(path)
-                else:
-                    _clear_stale_pointer(path)
-            except OSError:
-                continue  # gone meanwhile, or not ours to remove
+    with entries:
+        for entry in entries:
+            for suffix, clear in ((socket_suffix, _clear_stale), (pointer_suffix, _clear_stale_pointer)):
+                if entry.name.endswith(suffix):
+                    _sweep_orphan(entry, os.path.join(directory, entry.name[: -len(suffix)] + ".json"), clear)
+
+
+def _sweep_orphan(entry: os.DirEntry, connection_file: str, clear: Callable[[str], object]) -> None:
+    try:
+        if os.path.lexists(connection_file) or entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+            return  # its kernel's connection file is there (its kernel decides), or another user's: never ours
+        clear(entry.path)
+    except OSError:
+        pass  # gone meanwhile, or not ours to remove
 
 
 def _clear_stale_pointer(pointer: str) -> None:
@@ -238,25 +238,46 @@ def _clear_stale_pointer(pointer: str) -> None:
         return
     if not named or _clear_stale(named):
         _remove_quietly(pointer)
+        _remove_private_dir_of(named)
 
 
 def sweep_private_dirs(parent: str) -> None:
-    """Remove our private directories that hold only a socket nothing listens on, over a minute old."""
+    """Remove our private directories, over a minute old, that hold nothing or only a socket nothing listens on.
+
+    The directory is read entry by entry: /tmp can hold thousands, and a list of them all would
+    leave its high-water mark in the kernel's memory for good."""
     try:
-        entries = list(os.scandir(parent))
+        entries = os.scandir(parent)
     except OSError:
         return
-    for entry in entries:
+    with entries:
+        for entry in entries:
+            if entry.name.startswith(PRIVATE_PREFIX):
+                _sweep_private_dir(entry)
+
+
+def _sweep_private_dir(entry: os.DirEntry) -> None:
+    try:
+        if not entry.is_dir(follow_symlinks=False):
+            return
+        info = entry.stat(follow_symlinks=False)
+        if info.st_uid != os.geteuid() or time.time() - info.st_mtime < STALE_AFTER_S:
+            return
+        inside = os.listdir(entry.path)
+        if not inside or (inside == [PRIVATE_NAME] and _clear_stale(os.path.join(entry.path, PRIVATE_NAME))):
+            os.rmdir(entry.path)
+    except OSError:
+        pass  # another kernel swept it first, or it is not ours to touch
+
+
+def _remove_private_dir_of(socket_path: str) -> None:
+    """The private directory a swept pointer named a socket in goes with it (it held only that socket)."""
+    folder = os.path.dirname(socket_path)
+    if os.path.basename(socket_path) == PRIVATE_NAME and os.path.basename(folder).startswith(PRIVATE_PREFIX):
         try:
-            if not entry.name.startswith(PRIVATE_PREFIX) or not entry.is_dir(follow_symlinks=False):
-                continue
-            info = entry.stat(follow_symlinks=False)
-            if info.st_uid != os.geteuid() or time.time() - info.st_mtime < STALE_AFTER_S:
-                continue
-            if os.listdir(entry.path) == [PRIVATE_NAME] and _clear_stale(os.path.join(entry.path, PRIVATE_NAME)):
-                os.rmdir(entry.path)
+            os.rmdir(folder)
         except OSError:
-            continue  # another kernel swept it first, or it is not ours to touch
+            pass  # not empty, so not only ours; or gone already
 
 
 def _clear_stale(path: str) -> bool:

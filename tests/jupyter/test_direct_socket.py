@@ -214,8 +214,9 @@ def test_sweeping_a_crowded_directory_holds_no_more_memory_than_an_empty_one(run
         finally:
             tracemalloc.stop()
 
-    assert peak_of(lambda: sweep_private_dirs(str(runtime))) < 64 * 1024
-    assert peak_of(lambda: sweep_runtime_dir(str(runtime), socket_names)) < 64 * 1024
+    # A list of the 6000 entries peaks at 3.2 MB; the bound leaves room for another thread's read meanwhile.
+    assert peak_of(lambda: sweep_private_dirs(str(runtime))) < 256 * 1024
+    assert peak_of(lambda: sweep_runtime_dir(str(runtime), socket_names)) < 256 * 1024
     assert len(list(runtime.iterdir())) == 6000  # none of it ours to sweep
 
 

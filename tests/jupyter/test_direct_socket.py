@@ -135,7 +135,7 @@ async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared
     shared = runtime / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
-    dead_private = runtime / f"{PRIVATE_PREFIX}dead"
+    dead_private = runtime / f"{PRIVATE_PREFIX}deadpriv"
     dead_private.mkdir(mode=0o700)
     dead_socket = dead_private / PRIVATE_NAME  # a kernel killed hard left its private directory too
     bound(dead_socket)
@@ -171,29 +171,30 @@ async def test_pointer_files_of_kernels_that_died_hard_are_swept_beside_a_shared
 
 
 def test_only_our_old_private_dirs_with_a_dead_socket_or_nothing_are_swept(runtime):
-    old_dead = runtime / f"{PRIVATE_PREFIX}old"
-    young_dead = runtime / f"{PRIVATE_PREFIX}young"
-    old_busy = runtime / f"{PRIVATE_PREFIX}busy"
+    old_dead = runtime / f"{PRIVATE_PREFIX}old_dead"  # named as mkdtemp names them: 8 of [a-z0-9_]
+    young_dead = runtime / f"{PRIVATE_PREFIX}youngdea"
+    old_busy = runtime / f"{PRIVATE_PREFIX}old_busy"
     other = runtime / "someone-else"
     for folder in (old_dead, young_dead, old_busy, other):
         folder.mkdir(mode=0o700)
         bound(folder / PRIVATE_NAME)
     (old_busy / "more").write_text("")
-    old_empty, young_empty = runtime / f"{PRIVATE_PREFIX}empty", runtime / f"{PRIVATE_PREFIX}just-made"
-    old_empty.mkdir(mode=0o700)
-    young_empty.mkdir(mode=0o700)  # a kernel's between mkdtemp and bind
+    old_empty, young_empty = runtime / f"{PRIVATE_PREFIX}oldempty", runtime / f"{PRIVATE_PREFIX}justmade"
+    alike = [runtime / f"uexec-keep-{os.geteuid()}", runtime / f"{PRIVATE_PREFIX}test-abcdefgh", runtime / f"{PRIVATE_PREFIX}abcdefghi"]
+    for folder in (old_empty, young_empty, *alike):  # young_empty: a kernel's between mkdtemp and bind
+        folder.mkdir(mode=0o700)
     past = time.time() - STALE_AFTER_S - 5
-    for folder in (old_dead, old_busy, other, old_empty):
+    for folder in (old_dead, old_busy, other, old_empty, *alike):
         os.utime(folder, (past, past))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    live = runtime / f"{PRIVATE_PREFIX}live"
+    live = runtime / f"{PRIVATE_PREFIX}live_one"
     live.mkdir(mode=0o700)
     listener.bind(str(live / PRIVATE_NAME))
     listener.listen()
     os.utime(live, (past, past))
     try:
         sweep_private_dirs(str(runtime))
-        kept = (young_dead, old_busy, other, live, young_empty)
+        kept = (young_dead, old_busy, other, live, young_empty, *alike)  # alike: the keepers' directory, a test's
         assert sorted(p.name for p in runtime.iterdir()) == sorted(p.name for p in kept)
     finally:
         listener.close()
@@ -204,7 +205,7 @@ def test_sweeping_a_crowded_directory_holds_no_more_memory_than_an_empty_one(run
     engine starts; a list of every entry there would leave its high-water mark in the kernel for good."""
     for n in range(3000):
         (runtime / f"tmp{n:05d}.json").write_text("")
-        (runtime / f"{PRIVATE_PREFIX}{n:05d}").mkdir()  # young: looked at, kept
+        (runtime / f"{PRIVATE_PREFIX}{n:08d}").mkdir()  # young: looked at, kept
 
     def peak_of(sweep) -> int:
         tracemalloc.start()

@@ -31,6 +31,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 import shutil
 import socket
 import stat
@@ -49,6 +50,9 @@ reloading its views, or a server relaying many tabs at once, connects in a burst
 queue refuses the rest with EAGAIN while the engine's loop is busy."""
 STALE_AFTER_S = 60.0
 """A private directory younger than this may be a kernel's between bind and listen: never swept."""
+_MKDTEMP_NAME = re.compile(re.escape(PRIVATE_PREFIX) + r"[a-z0-9_]{8}")
+"""What `mkdtemp(prefix=PRIVATE_PREFIX)` names: the sweeps touch nothing else that starts alike
+(the keepers' `uexec-keep-<uid>`, a test's or a tool's `uexec-...` folder)."""
 
 ProtocolFactory = Callable[[Callable[[asyncio.Protocol], None]], asyncio.Protocol]
 """Given the callback a connection calls once it is lost, a protocol for one new connection."""
@@ -252,7 +256,7 @@ def sweep_private_dirs(parent: str) -> None:
         return
     with entries:
         for entry in entries:
-            if entry.name.startswith(PRIVATE_PREFIX):
+            if _MKDTEMP_NAME.fullmatch(entry.name):
                 _sweep_private_dir(entry)
 
 
@@ -273,7 +277,7 @@ def _sweep_private_dir(entry: os.DirEntry) -> None:
 def _remove_private_dir_of(socket_path: str) -> None:
     """The private directory a swept pointer named a socket in goes with it (it held only that socket)."""
     folder = os.path.dirname(socket_path)
-    if os.path.basename(socket_path) == PRIVATE_NAME and os.path.basename(folder).startswith(PRIVATE_PREFIX):
+    if os.path.basename(socket_path) == PRIVATE_NAME and _MKDTEMP_NAME.fullmatch(os.path.basename(folder)):
         try:
             os.rmdir(folder)
         except OSError:
